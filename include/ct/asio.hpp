@@ -1,0 +1,51 @@
+// ct/asio.hpp — ct::asio_executor, the adapter for boost::asio::thread_pool.
+// The only ct header that includes Boost.Asio.
+#pragma once
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <memory>
+#include <string>
+
+#include "ct/core/error.hpp"
+#include "ct/exec/executor.hpp"
+#include "ct/exec/work_sharing.hpp"
+
+namespace ct {
+
+/// Tuning of ct::asio_executor.
+struct asio_options {
+  /// Calls with fewer groups than this run entirely on the calling thread.
+  index_t serial_threshold = 2;
+  /// The smallest range handed out (groups).
+  index_t min_chunk = 1;
+  /// Ranges per participant: more balance uneven groups, fewer cost less coordination.
+  index_t chunks_per_worker = 4;
+};
+
+/// An executor running ranges on `workers` participants: the calling thread plus
+/// workers - 1 jobs posted to pool. Participants claim chunks dynamically. The call returns
+/// after every callback that started has finished, then rethrows the first error. It never
+/// waits for a posted job that has not started, so calling it from one of pool's own threads
+/// (even a one-thread pool) cannot deadlock: the caller then does the work itself.
+/// The caller creates and joins pool, and keeps it alive while the executor is in use.
+inline executor asio_executor(boost::asio::thread_pool& pool, int workers, asio_options options = {}) {
+  if (workers < 1) throw error("ct::asio_executor: workers must be >= 1, got " + std::to_string(workers));
+  if (options.min_chunk < 1 || options.chunks_per_worker < 1)
+    throw error("ct::asio_executor: min_chunk and chunks_per_worker must be >= 1");
+  return [p = &pool, workers, options](index_t count, range_callback callback) {
+    if (count <= 0) return;
+    if (workers == 1 || count < options.serial_threshold) {
+      callback(0, count);
+      return;
+    }
+    const index_t parts = static_cast<index_t>(workers) * options.chunks_per_worker;
+    const index_t chunk = std::max(options.min_chunk, (count + parts - 1) / parts);
+    const index_t chunks = (count + chunk - 1) / chunk;
+    auto job = std::make_shared<detail::shared_ranges>(count, chunk, callback);
+    const index_t helpers = std::min<index_t>(workers - 1, chunks - 1);
+    for (index_t i = 0; i < helpers; ++i) boost::asio::post(*p, [job] { job->help(); });
+    job->run_and_wait();
+  };
+}
+
+}  // namespace ct

@@ -1,0 +1,138 @@
+// ct/core/dims.hpp — a small fixed-capacity list of indices, used for shapes and strides.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <initializer_list>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ct/core/error.hpp"
+#include "ct/core/index.hpp"
+
+namespace ct {
+
+/// Up to max_rank indices stored inline, so that shapes and strides never allocate.
+class dims {
+ public:
+  constexpr dims() = default;
+  dims(std::initializer_list<index_t> values) { assign(values.begin(), values.end()); }
+  explicit dims(const std::vector<index_t>& values) { assign(values.begin(), values.end()); }
+  /// n copies of value.
+  static dims filled(int n, index_t value) {
+    dims d;
+    d.resize(n, value);
+    return d;
+  }
+
+  int size() const noexcept { return n_; }
+  bool empty() const noexcept { return n_ == 0; }
+  index_t& operator[](int i) noexcept { return v_[static_cast<std::size_t>(i)]; }
+  index_t operator[](int i) const noexcept { return v_[static_cast<std::size_t>(i)]; }
+  index_t* begin() noexcept { return v_.data(); }
+  index_t* end() noexcept { return v_.data() + n_; }
+  const index_t* begin() const noexcept { return v_.data(); }
+  const index_t* end() const noexcept { return v_.data() + n_; }
+  index_t back() const noexcept { return v_[static_cast<std::size_t>(n_ - 1)]; }
+
+  void push_back(index_t value) {
+    check_capacity(n_ + 1);
+    v_[static_cast<std::size_t>(n_++)] = value;
+  }
+  void insert(int pos, index_t value) {
+    check_capacity(n_ + 1);
+    for (int i = n_; i > pos; --i) v_[static_cast<std::size_t>(i)] = v_[static_cast<std::size_t>(i - 1)];
+    v_[static_cast<std::size_t>(pos)] = value;
+    ++n_;
+  }
+  void erase(int pos) {
+    for (int i = pos; i + 1 < n_; ++i) v_[static_cast<std::size_t>(i)] = v_[static_cast<std::size_t>(i + 1)];
+    --n_;
+  }
+  void resize(int n, index_t value = 0) {
+    check_capacity(n);
+    for (int i = n_; i < n; ++i) v_[static_cast<std::size_t>(i)] = value;
+    n_ = n;
+  }
+  std::vector<index_t> to_vector() const { return {begin(), end()}; }
+
+  friend bool operator==(const dims& a, const dims& b) noexcept {
+    return a.n_ == b.n_ && std::equal(a.begin(), a.end(), b.begin());
+  }
+  friend bool operator!=(const dims& a, const dims& b) noexcept { return !(a == b); }
+
+  /// "[2, 3, 4]" — the form used in every error message.
+  std::string str() const {
+    std::string s = "[";
+    for (int i = 0; i < n_; ++i) {
+      if (i) s += ", ";
+      s += std::to_string(v_[static_cast<std::size_t>(i)]);
+    }
+    return s + "]";
+  }
+  friend std::ostream& operator<<(std::ostream& os, const dims& d) { return os << d.str(); }
+
+ private:
+  template <class It>
+  void assign(It first, It last) {
+    check_capacity(static_cast<int>(last - first));
+    n_ = 0;
+    for (; first != last; ++first) v_[static_cast<std::size_t>(n_++)] = *first;
+  }
+  static void check_capacity(int n) {
+    if (n > max_rank)
+      throw shape_error("ct: rank " + std::to_string(n) + " exceeds the maximum rank " +
+                        std::to_string(max_rank));
+  }
+  std::array<index_t, max_rank> v_{};
+  int n_ = 0;
+};
+
+/// Number of elements of a shape; throws shape_error when it would overflow index_t or
+/// when an extent is negative.
+inline index_t element_count(const dims& shape) {
+  index_t n = 1;
+  for (index_t e : shape) {
+    if (e < 0) throw shape_error("ct: negative extent in shape " + shape.str());
+    if (__builtin_mul_overflow(n, e, &n))
+      throw shape_error("ct: element count of shape " + shape.str() + " overflows index_t");
+  }
+  return n;
+}
+
+/// Row-major (C order) strides, in elements, for a shape.
+inline dims row_major_strides(const dims& shape) {
+  dims s = dims::filled(shape.size(), 1);
+  index_t acc = 1;
+  for (int i = shape.size() - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= shape[i] > 0 ? shape[i] : 1;
+  }
+  return s;
+}
+
+/// Maps a possibly negative axis into [0, rank); throws axis_error naming the operation.
+inline int normalize_axis(index_t axis, int rank, const char* op) {
+  index_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    throw axis_error(std::string("ct::") + op + ": axis " + std::to_string(axis) +
+                     " is out of range for rank " + std::to_string(rank));
+  return static_cast<int>(a);
+}
+
+/// NumPy broadcasting of two shapes; throws shape_error naming both shapes.
+inline dims broadcast_shapes(const dims& a, const dims& b, const char* op = "broadcast") {
+  int r = std::max(a.size(), b.size());
+  dims out = dims::filled(r, 1);
+  for (int i = 0; i < r; ++i) {
+    index_t ea = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    index_t eb = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (ea != eb && ea != 1 && eb != 1)
+      throw shape_error(std::string("ct::") + op + ": shapes " + a.str() + " and " + b.str() +
+                        " do not broadcast");
+    out[i] = ea == 1 ? eb : ea;
+  }
+  return out;
+}
+
+}  // namespace ct

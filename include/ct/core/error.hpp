@@ -1,0 +1,51 @@
+// ct/core/error.hpp — the exception hierarchy. Every error ct raises derives from ct::error,
+// and its message names the operation and the offending shapes, axes, types or ranges.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace ct {
+
+/// Base of every ct exception.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Shapes do not fit: broadcasting, destination shape, reshape, overflowing element count.
+class shape_error : public error {
+ public:
+  using error::error;
+};
+
+/// An axis is out of range or repeated.
+class axis_error : public shape_error {
+ public:
+  using shape_error::shape_error;
+};
+
+/// An element index or slice is out of bounds.
+class index_error : public error {
+ public:
+  using error::error;
+};
+
+/// Element types do not fit (e.g. a destination of the wrong type).
+class dtype_error : public error {
+ public:
+  using error::error;
+};
+
+/// An executor broke its contract (a range outside [0, count), missing/overlapping coverage).
+class executor_error : public error {
+ public:
+  using error::error;
+};
+
+/// A reduction that has no value over an empty axis (max, min, argmax, argmin, mean).
+class empty_reduction_error : public error {
+ public:
+  using error::error;
+};
+
+}  // namespace ct

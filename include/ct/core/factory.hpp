@@ -1,0 +1,106 @@
+// ct/core/factory.hpp — making tensors: zeros, ones, full, arange, from lists and vectors.
+#pragma once
+#include <cmath>
+#include <initializer_list>
+#include <vector>
+
+#include "ct/core/tensor.hpp"
+
+namespace ct {
+
+template <element T>
+tensor<T> zeros(const dims& shape) {
+  return tensor<T>(shape);
+}
+template <element T>
+tensor<T> full(const dims& shape, T value) {
+  tensor<T> t(shape);
+  t.fill(value);
+  return t;
+}
+template <element T>
+tensor<T> ones(const dims& shape) {
+  return full<T>(shape, T(1));
+}
+/// A rank-0 tensor holding value.
+template <element T>
+tensor<T> scalar(T value) {
+  return full<T>(dims{}, value);
+}
+
+/// [start, start+step, …) up to but excluding stop, as in numpy.arange.
+template <element T>
+tensor<T> arange(T start, T stop, T step = T(1)) {
+  if (step == T(0)) throw error("ct::arange: step must not be 0");
+  double n = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+  index_t count = n > 0 ? static_cast<index_t>(n) : 0;
+  tensor<T> t(dims{count});
+  for (index_t i = 0; i < count; ++i) t.data()[i] = static_cast<T>(start + static_cast<T>(i) * step);
+  return t;
+}
+template <element T>
+tensor<T> arange(T stop) {
+  return arange<T>(T(0), stop, T(1));
+}
+
+/// A row-major copy of values viewed with the given shape (sizes must match).
+template <element T>
+tensor<T> from_vector(const std::vector<T>& values, const dims& shape) {
+  if (static_cast<index_t>(values.size()) != element_count(shape))
+    throw shape_error("ct::from_vector: " + std::to_string(values.size()) + " values do not fill shape " +
+                      shape.str());
+  tensor<T> t(shape);
+  std::copy(values.begin(), values.end(), t.data());
+  return t;
+}
+/// A rank-1 copy of values.
+template <element T>
+tensor<T> from_vector(const std::vector<T>& values) {
+  return from_vector(values, dims{static_cast<index_t>(values.size())});
+}
+
+namespace detail {
+template <class T, int D>
+struct nested_list {
+  using type = std::initializer_list<typename nested_list<T, D - 1>::type>;
+};
+template <class T>
+struct nested_list<T, 0> {
+  using type = T;
+};
+
+template <class T>
+void collect_list(const T& v, int, dims&, std::vector<T>& out) {
+  out.push_back(v);
+}
+template <class T, class L>
+void collect_list(std::initializer_list<L> list, int depth, dims& shape, std::vector<T>& out) {
+  index_t n = static_cast<index_t>(list.size());
+  if (shape[depth] < 0) shape[depth] = n;
+  else if (shape[depth] != n)
+    throw shape_error("ct::from_list: ragged nested list (axis " + std::to_string(depth) + " has lengths " +
+                      std::to_string(shape[depth]) + " and " + std::to_string(n) + ")");
+  for (const L& item : list) collect_list<T>(item, depth + 1, shape, out);
+}
+template <class T, int D>
+tensor<T> from_nested(typename nested_list<T, D>::type list) {
+  dims shape = dims::filled(D, -1);
+  std::vector<T> values;
+  collect_list<T>(list, 0, shape, values);
+  for (auto& e : shape)
+    if (e < 0) e = 0;  // an empty list leaves inner extents unknown: they are 0
+  return from_vector(values, shape);
+}
+}  // namespace detail
+
+/// Tensors from nested braces, e.g. ct::from_list<float>({{1, 2}, {3, 4}}) (rank 1 to 4).
+template <element T>
+tensor<T> from_list(typename detail::nested_list<T, 1>::type l) { return detail::from_nested<T, 1>(l); }
+template <element T>
+tensor<T> from_list(typename detail::nested_list<T, 2>::type l) { return detail::from_nested<T, 2>(l); }
+template <element T>
+tensor<T> from_list(typename detail::nested_list<T, 3>::type l) { return detail::from_nested<T, 3>(l); }
+template <element T>
+tensor<T> from_list(typename detail::nested_list<T, 4>::type l) { return detail::from_nested<T, 4>(l); }
+
+}  // namespace ct

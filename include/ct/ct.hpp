@@ -1,0 +1,17 @@
+// ct/ct.hpp — the umbrella header: everything except the Boost.Asio adapter (<ct/asio.hpp>).
+#pragma once
+#include "ct/core/compare.hpp"
+#include "ct/core/dims.hpp"
+#include "ct/core/dtype.hpp"
+#include "ct/core/error.hpp"
+#include "ct/core/factory.hpp"
+#include "ct/core/index.hpp"
+#include "ct/core/print.hpp"
+#include "ct/core/random.hpp"
+#include "ct/core/tensor.hpp"
+#include "ct/exec/checked_executor.hpp"
+#include "ct/exec/executor.hpp"
+#include "ct/exec/parallel_for.hpp"
+#include "ct/exec/pool_executor.hpp"
+#include "ct/exec/range_callback.hpp"
+#include "ct/exec/settings.hpp"

@@ -1,0 +1,70 @@
+// ct/exec/settings.hpp — the per-thread kernel settings: SIMD backend and FMA policy.
+//
+// Like the executor, these are bindings of the calling thread, changed with RAII scopes.
+// Every scheduled operation captures them at the call site and re-establishes them inside
+// each executor callback, whichever thread runs it.
+#pragma once
+
+namespace ct {
+
+/// Which kernels run: portable scalar loops, or SIMD kernels for the best instruction set
+/// found at run time (SSE4 / AVX2 / AVX-512 through Highway's dispatch).
+enum class backend { scalar, simd };
+
+/// Whether a*b+c in kernels is one fused multiply-add (one rounding) or a multiply and an
+/// add (two roundings). Results differ in the last bits; each is deterministic.
+enum class fma_policy { fused, separate };
+
+/// The bindings one thread holds. Defaults: simd backend, fused multiply-add.
+struct settings {
+  ct::backend backend = ct::backend::simd;
+  ct::fma_policy fma = ct::fma_policy::fused;
+  friend bool operator==(const settings&, const settings&) = default;
+};
+
+/// The settings in force on this thread.
+settings current_settings() noexcept;
+inline ct::backend current_backend() noexcept { return current_settings().backend; }
+inline ct::fma_policy current_fma() noexcept { return current_settings().fma; }
+
+/// Binds both settings for the current thread until destroyed; the previous ones return.
+class settings_scope {
+ public:
+  explicit settings_scope(const settings& s) noexcept;
+  ~settings_scope();
+  settings_scope(const settings_scope&) = delete;
+  settings_scope& operator=(const settings_scope&) = delete;
+
+ private:
+  settings previous_;
+};
+
+/// Binds only the backend (the FMA policy stays as it is).
+class backend_scope {
+ public:
+  explicit backend_scope(ct::backend b) noexcept : scope_(with(b)) {}
+
+ private:
+  static settings with(ct::backend b) noexcept {
+    settings s = current_settings();
+    s.backend = b;
+    return s;
+  }
+  settings_scope scope_;
+};
+
+/// Binds only the FMA policy (the backend stays as it is).
+class fma_scope {
+ public:
+  explicit fma_scope(ct::fma_policy f) noexcept : scope_(with(f)) {}
+
+ private:
+  static settings with(ct::fma_policy f) noexcept {
+    settings s = current_settings();
+    s.fma = f;
+    return s;
+  }
+  settings_scope scope_;
+};
+
+}  // namespace ct

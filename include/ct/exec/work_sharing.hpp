@@ -1,0 +1,78 @@
+// ct/exec/work_sharing.hpp — dynamic chunking shared by a caller and helper threads.
+//
+// The machinery behind ct::asio_executor, kept free of any pool type so that other pool
+// adapters can reuse it. The caller always works too, so the job completes even when no
+// helper ever runs (e.g. when the caller is itself the pool's only thread).
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+
+#include "ct/exec/range_callback.hpp"
+
+namespace ct::detail {
+
+class shared_ranges {
+ public:
+  shared_ranges(index_t count, index_t chunk, range_callback callback) noexcept
+      : count_(count), chunk_(chunk), callback_(callback) {}
+
+  /// Run by a helper: joins unless the caller already closed the job, then claims chunks.
+  void help() {
+    if (!enter()) return;
+    work();
+    leave();
+  }
+
+  /// Run by the caller: claims chunks until none are left, waits for every helper that
+  /// joined, then rethrows the first error any callback raised.
+  void run_and_wait() {
+    work();
+    std::uint64_t g = gate_.fetch_or(closed_bit) | closed_bit;
+    while (g != closed_bit) {
+      gate_.wait(g);
+      g = gate_.load();
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  static constexpr std::uint64_t closed_bit = 1, one_helper = 2;
+
+  bool enter() noexcept {
+    std::uint64_t g = gate_.load();
+    do {
+      if (g & closed_bit) return false;
+    } while (!gate_.compare_exchange_weak(g, g + one_helper));
+    return true;
+  }
+  void leave() noexcept {
+    if (gate_.fetch_sub(one_helper) - one_helper == closed_bit) gate_.notify_all();
+  }
+  void work() noexcept {
+    while (!failed_.load(std::memory_order_relaxed)) {
+      index_t start = next_.fetch_add(chunk_);
+      if (start >= count_) return;
+      try {
+        callback_(start, std::min(count_, start + chunk_));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+        failed_.store(true);  // stop handing out chunks; the started ones finish
+      }
+    }
+  }
+
+  const index_t count_, chunk_;
+  const range_callback callback_;
+  std::atomic<index_t> next_{0};
+  std::atomic<bool> failed_{false};
+  std::atomic<std::uint64_t> gate_{0};  // helpers inside * 2, plus closed_bit
+  std::mutex mutex_;
+  std::exception_ptr error_;
+};
+
+}  // namespace ct::detail

@@ -1,0 +1,88 @@
+// ct/expr/kernels.hpp — the precompiled tile kernels the expression engine calls.
+//
+// Internal interface (namespace ct::detail::kernels) between the evaluator and src/kernels.
+// Every kernel works on one tile of n contiguous elements and honours the settings it is
+// given: backend::scalar runs portable C++ loops; backend::simd runs Highway code for the
+// best target found at run time. fma_policy::fused evaluates a*b+c (in muladd and inside
+// polynomial approximations) with one rounding, fma_policy::separate with two.
+// For a given backend and policy every kernel is a pure function of its inputs: the same
+// inputs give bitwise the same outputs whatever thread or tile boundary is involved.
+#pragma once
+#include <cstdint>
+
+#include "ct/core/index.hpp"
+#include "ct/exec/settings.hpp"
+
+namespace ct::detail::kernels {
+
+/// Elementwise functions of one operand. Definitions (for real x):
+/// neg -x; abs |x|; sqrt; rsqrt 1/sqrt(x); exp; expm1 e^x-1; log; log1p log(1+x); sin; cos;
+/// tanh; sigmoid 1/(1+e^-x); relu max(x, 0) (NaN stays NaN); gelu (tanh form)
+/// 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))); silu x*sigmoid(x); square x*x; reciprocal 1/x.
+enum class unary_op : std::uint8_t {
+  neg, abs, sqrt, rsqrt, exp, expm1, log, log1p, sin, cos, tanh, sigmoid, relu, gelu, silu, square, reciprocal
+};
+
+/// Elementwise functions of two operands. min/max propagate NaN (like numpy.minimum/maximum);
+/// pow follows std::pow.
+enum class binary_op : std::uint8_t { add, sub, mul, div, min, max, pow };
+
+/// y[i] = op(x[i]) for i in [0, n). y may equal x (in place); other overlap is not allowed.
+template <class T>
+void unary(unary_op op, const T* x, T* y, index_t n, const settings& s);
+
+/// y[i] = op(a[i], b[i]). An operand flagged uniform is one value (a[0] / b[0]) used for every i.
+/// y may equal a or b.
+template <class T>
+void binary(binary_op op, const T* a, bool a_uniform, const T* b, bool b_uniform, T* y, index_t n,
+            const settings& s);
+
+/// y[i] = a[i]*b[i] + c[i], fused or separate per s.fma; uniform flags as in binary().
+template <class T>
+void muladd(const T* a, bool a_uniform, const T* b, bool b_uniform, const T* c, bool c_uniform, T* y,
+            index_t n, const settings& s);
+
+/// Number of virtual lanes of the lane-wise sum and product.
+inline constexpr int reduce_lanes = 32;
+
+/// Lane-wise accumulator for sums (and products) of float or double streams. The k-th element
+/// fed to it (counting across calls) goes to lane k % reduce_lanes; lanes are double for both
+/// float and double inputs. The result depends only on the values and their order — not on
+/// how the stream was cut into calls, nor on the backend or the CPU's vector width.
+struct lane_accumulator {
+  double lane[reduce_lanes];
+  index_t count;  // elements fed so far
+};
+void sum_init(lane_accumulator& acc) noexcept;   // lanes 0, count 0
+void prod_init(lane_accumulator& acc) noexcept;  // lanes 1, count 0
+template <class T>
+void sum_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s);
+template <class T>
+void prod_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s);
+/// Combines the lanes by a fixed pairwise tree: (l0+l1)+(l2+l3)… level by level.
+double sum_result(const lane_accumulator& acc) noexcept;
+double prod_result(const lane_accumulator& acc) noexcept;
+
+/// Running max/min with the position where it was found. index is -1 while nothing was fed.
+/// Rules: the first NaN wins (value NaN, its index) for both max and min; otherwise the
+/// extreme value by > (max) or < (min), and on ties (==, so also -0 vs +0) the first index.
+template <class T>
+struct extreme_state {
+  T value;
+  index_t index;
+};
+template <class T>
+void extreme_init(extreme_state<T>& st) noexcept {
+  st.value = T(0);
+  st.index = -1;
+}
+/// Feeds x[0..n) whose positions are first_index, first_index+1, …
+template <class T>
+void max_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s);
+template <class T>
+void min_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s);
+
+/// Name of the SIMD target the simd backend dispatches to on this CPU (e.g. "AVX3", "AVX2").
+const char* simd_target_name() noexcept;
+
+}  // namespace ct::detail::kernels
