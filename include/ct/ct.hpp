@@ -15,3 +15,7 @@
 #include "ct/exec/pool_executor.hpp"
 #include "ct/exec/range_callback.hpp"
 #include "ct/exec/settings.hpp"
+#include "ct/expr/functions.hpp"
+#include "ct/expr/reductions.hpp"
+#include "ct/ops/eval.hpp"
+#include "ct/ops/nn.hpp"

@@ -32,8 +32,8 @@ struct range {
   std::optional<index_t> stop{};
   index_t step = 1;
 };
-/// The whole axis.
-inline const range all{};
+/// The whole axis (same as range{}).
+inline const range whole{};
 
 template <element T>
 class tensor;
@@ -41,7 +41,10 @@ class tensor;
 namespace detail {
 template <element T>
 tensor<T> make_view(const tensor<T>& base, T* data, dims shape, dims strides);
-}
+/// Lazy expression nodes (ct/expr) mark themselves with is_ct_expression.
+template <class E>
+concept expression_node = requires { E::is_ct_expression; };
+}  // namespace detail
 
 template <element T>
 class tensor {
@@ -55,6 +58,11 @@ class tensor {
   explicit tensor(const dims& shape) : shape_(shape), strides_(row_major_strides(shape)) {
     owner_ = detail::allocate_storage<T>(element_count(shape), &data_);
   }
+
+  /// Evaluates a lazy expression into a new tensor (ct::eval(e)); defined in ct/ops/eval.hpp.
+  template <class E>
+    requires detail::expression_node<E>
+  tensor(const E& e);  // NOLINT(google-explicit-constructor): `tensor<float> t = expr;` by design
 
   int rank() const noexcept { return shape_.size(); }
   const dims& shape() const noexcept { return shape_; }

@@ -1,0 +1,363 @@
+// ct/expr/functions.hpp — elementwise operators and functions building lazy expressions.
+//
+// Operands are tensors, expressions, or (for all but unary functions) plain numbers. Both
+// operands of a binary function must have the same element type: mixing needs an explicit
+// ct::cast<U>(e). A plain number adopts the element type of the other operand; a
+// floating-point number next to an integer operand is rejected at compile time.
+// Shapes broadcast like NumPy's; shapes that do not broadcast raise ct::shape_error naming both.
+#pragma once
+#include <limits>
+
+#include "ct/expr/node.hpp"
+
+namespace ct {
+
+namespace detail {
+
+template <kernels::unary_op K, bool FloatOnly>
+struct unary_fn {
+  static constexpr const char* name = "unary";
+  template <class T>
+  using result = T;
+  template <std::size_t N>
+  int emit(program& p, dtype t, const std::array<int, N>& r) const {
+    return emit_simple<unary_fn, void>(p, opcode::unary, static_cast<std::uint8_t>(K), t, r);
+  }
+};
+
+template <kernels::binary_op K>
+struct binary_fn {
+  static constexpr const char* name = "binary";
+  template <class T, class U>
+  using result = T;
+  template <std::size_t N>
+  int emit(program& p, dtype t, const std::array<int, N>& r) const {
+    return emit_simple<binary_fn, void>(p, opcode::binary, static_cast<std::uint8_t>(K), t, r);
+  }
+};
+
+template <compare_op C>
+struct compare_fn {
+  static constexpr const char* name = "compare";
+  template <class T, class U>
+  using result = bool;
+  template <std::size_t N>
+  int emit(program& p, dtype t, const std::array<int, N>& r) const {
+    return emit_simple<compare_fn, void>(p, opcode::compare, static_cast<std::uint8_t>(C), t, r);
+  }
+};
+
+template <opcode Code>
+struct logical_fn {
+  static constexpr const char* name = "logical";
+  template <class... T>
+  using result = bool;
+  template <std::size_t N>
+  int emit(program& p, dtype t, const std::array<int, N>& r) const {
+    return emit_simple<logical_fn, void>(p, Code, 0, t, r);
+  }
+};
+
+struct where_fn {
+  static constexpr const char* name = "where";
+  template <class C, class T, class U>
+  using result = T;
+  template <std::size_t N>
+  int emit(program& p, dtype t, const std::array<int, N>& r) const {
+    return emit_simple<where_fn, void>(p, opcode::where, 0, t, r);
+  }
+};
+
+struct muladd_fn {
+  static constexpr const char* name = "muladd";
+  template <class T, class U, class V>
+  using result = T;
+  template <std::size_t N>
+  int emit(program& p, dtype t, const std::array<int, N>& r) const {
+    return emit_simple<muladd_fn, void>(p, opcode::muladd, 0, t, r);
+  }
+};
+
+template <element U>
+struct cast_fn {
+  static constexpr const char* name = "cast";
+  template <class T>
+  using result = U;
+  template <std::size_t N>
+  int emit(program& p, dtype t, const std::array<int, N>& r) const {
+    return emit_simple<cast_fn, void>(p, opcode::cast, 0, t, r);
+  }
+};
+
+// ct::map: the functor runs per element on tiles, through a trampoline instantiated here.
+template <class F, class R, class... A>
+void map_tile(const void* functor, const void* const* args, const bool* uniform, void* out, index_t n) {
+  const F& f = *static_cast<const F*>(functor);
+  R* y = static_cast<R*>(out);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    for (index_t j = 0; j < n; ++j) y[j] = static_cast<R>(f(static_cast<const A*>(args[I])[uniform[I] ? 0 : j]...));
+  }(std::index_sequence_for<A...>{});
+}
+
+template <class F>
+struct map_fn {
+  static constexpr const char* name = "map";
+  template <class... T>
+  using result = std::remove_cvref_t<std::invoke_result_t<const F&, T...>>;
+  F f;
+  template <class... A>
+  static map_tile_fn trampoline() {
+    return &map_tile<F, result<A...>, A...>;
+  }
+  map_tile_fn fn = nullptr;
+  template <std::size_t N>
+  int emit(program& p, dtype t, const std::array<int, N>& r) const {
+    return p.emit_map(t, &f, fn, std::vector<int>(r.begin(), r.end()));
+  }
+};
+
+template <class X>
+using value_t = typename value_of<X>::type;
+
+// Two operands (at least one a tensor/expression) as nodes of one element type.
+template <class A, class B>
+auto as_pair(const A& a, const B& b) {
+  if constexpr (scalar_value<A>) {
+    using T = value_t<B>;
+    static_assert(!(std::is_floating_point_v<A> && !std::is_floating_point_v<T>),
+                  "ct: a floating-point number next to an integer or bool operand; cast one of them explicitly");
+    return std::make_pair(constant<T>{static_cast<T>(a)}, to_node(b));
+  } else if constexpr (scalar_value<B>) {
+    using T = value_t<A>;
+    static_assert(!(std::is_floating_point_v<B> && !std::is_floating_point_v<T>),
+                  "ct: a floating-point number next to an integer or bool operand; cast one of them explicitly");
+    return std::make_pair(to_node(a), constant<T>{static_cast<T>(b)});
+  } else {
+    static_assert(std::is_same_v<value_t<A>, value_t<B>>,
+                  "ct: mixed element types need an explicit ct::cast<T>(...)");
+    return std::make_pair(to_node(a), to_node(b));
+  }
+}
+
+template <class A, class B>
+concept binary_operands = (operand<A> && (operand<B> || scalar_value<B>)) || (scalar_value<A> && operand<B>);
+
+template <class Op, class A, class B>
+auto make_binary(const A& a, const B& b) {
+  auto [x, y] = as_pair(a, b);
+  return make_fn(Op{}, x, y);
+}
+
+template <class X>
+inline constexpr bool is_float_operand_v = std::is_floating_point_v<value_t<X>>;
+template <class X>
+inline constexpr bool is_numeric_operand_v = !std::is_same_v<value_t<X>, bool>;
+
+}  // namespace detail
+
+// ---- arithmetic ----
+
+#define CT_BINARY_OPERATOR(sym, K, requirement)                                                   \
+  template <class A, class B>                                                                     \
+    requires detail::binary_operands<A, B>                                                        \
+  auto operator sym(const A& a, const B& b) {                                                     \
+    auto e = detail::make_binary<detail::binary_fn<kernels_ns::binary_op::K>>(a, b);              \
+    static_assert(requirement<typename decltype(e)::value_type>, "ct: operator " #sym " is not defined for bool"); \
+    return e;                                                                                     \
+  }
+namespace kernels_ns = detail::kernels;
+template <class T>
+inline constexpr bool not_bool = !std::is_same_v<T, bool>;
+CT_BINARY_OPERATOR(+, add, not_bool)
+CT_BINARY_OPERATOR(-, sub, not_bool)
+CT_BINARY_OPERATOR(*, mul, not_bool)
+CT_BINARY_OPERATOR(/, div, not_bool)
+#undef CT_BINARY_OPERATOR
+
+template <detail::operand A>
+auto operator-(const A& a) {
+  static_assert(detail::is_numeric_operand_v<A>, "ct: unary minus is not defined for bool");
+  return detail::make_fn(detail::unary_fn<detail::kernels::unary_op::neg, false>{}, detail::to_node(a));
+}
+
+/// Elementwise maximum / minimum of two operands (NaN propagates). For reductions see ct::max.
+template <class A, class B>
+  requires detail::binary_operands<A, B>
+auto maximum(const A& a, const B& b) {
+  return detail::make_binary<detail::binary_fn<detail::kernels::binary_op::max>>(a, b);
+}
+template <class A, class B>
+  requires detail::binary_operands<A, B>
+auto minimum(const A& a, const B& b) {
+  return detail::make_binary<detail::binary_fn<detail::kernels::binary_op::min>>(a, b);
+}
+/// max(a, b) / min(a, b) of two tensors or expressions (or an expression and a floating-point
+/// number) are elementwise; max(x, int) is the reduction over an axis (ct/expr/reductions.hpp).
+template <class A, class B>
+  requires(detail::operand<A> && (detail::operand<B> || std::is_floating_point_v<B>))
+auto max(const A& a, const B& b) {
+  return maximum(a, b);
+}
+template <class A, class B>
+  requires(detail::operand<A> && (detail::operand<B> || std::is_floating_point_v<B>))
+auto min(const A& a, const B& b) {
+  return minimum(a, b);
+}
+
+/// a to the power b, as std::pow (floating-point operands only).
+template <class A, class B>
+  requires detail::binary_operands<A, B>
+auto pow(const A& a, const B& b) {
+  auto e = detail::make_binary<detail::binary_fn<detail::kernels::binary_op::pow>>(a, b);
+  static_assert(std::is_floating_point_v<typename decltype(e)::value_type>, "ct::pow needs floating-point operands");
+  return e;
+}
+
+/// a*b + c with one rounding or two, as the FMA binding says (floating point only).
+template <detail::operand A, class B, class C>
+auto muladd(const A& a, const B& b, const C& c) {
+  using T = detail::value_t<A>;
+  static_assert(std::is_floating_point_v<T>, "ct::muladd needs floating-point operands");
+  auto node = [](const auto& x) {
+    if constexpr (detail::scalar_value<decltype(x)>) return detail::constant<T>{static_cast<T>(x)};
+    else {
+      static_assert(std::is_same_v<detail::value_t<decltype(x)>, T>, "ct: mixed element types need an explicit ct::cast<T>(...)");
+      return detail::to_node(x);
+    }
+  };
+  return detail::make_fn(detail::muladd_fn{}, detail::to_node(a), node(b), node(c));
+}
+
+// ---- unary math ----
+
+#define CT_UNARY_FUNCTION(fname, K, float_only)                                                            \
+  template <detail::operand A>                                                                             \
+  auto fname(const A& a) {                                                                                 \
+    static_assert(detail::is_numeric_operand_v<A>, "ct::" #fname " is not defined for bool");              \
+    static_assert(!(float_only) || detail::is_float_operand_v<A>,                                          \
+                  "ct::" #fname " needs floating-point operands; use ct::cast<float>(...) first");          \
+    return detail::make_fn(detail::unary_fn<detail::kernels::unary_op::K, float_only>{}, detail::to_node(a)); \
+  }
+CT_UNARY_FUNCTION(abs, abs, false)
+CT_UNARY_FUNCTION(square, square, false)
+CT_UNARY_FUNCTION(sqrt, sqrt, true)
+CT_UNARY_FUNCTION(rsqrt, rsqrt, true)
+CT_UNARY_FUNCTION(exp, exp, true)
+CT_UNARY_FUNCTION(expm1, expm1, true)
+CT_UNARY_FUNCTION(log, log, true)
+CT_UNARY_FUNCTION(log1p, log1p, true)
+CT_UNARY_FUNCTION(sin, sin, true)
+CT_UNARY_FUNCTION(cos, cos, true)
+CT_UNARY_FUNCTION(tanh, tanh, true)
+CT_UNARY_FUNCTION(sigmoid, sigmoid, true)
+CT_UNARY_FUNCTION(relu, relu, true)
+CT_UNARY_FUNCTION(gelu, gelu, true)
+CT_UNARY_FUNCTION(silu, silu, true)
+CT_UNARY_FUNCTION(reciprocal, reciprocal, true)
+#undef CT_UNARY_FUNCTION
+
+/// min(max(x, lo), hi).
+template <detail::operand A, class L, class H>
+auto clamp(const A& x, const L& lo, const H& hi) {
+  return minimum(maximum(x, lo), hi);
+}
+
+// ---- comparisons and logic (results are bool) ----
+
+#define CT_COMPARE_OPERATOR(sym, C)                                                  \
+  template <class A, class B>                                                        \
+    requires detail::binary_operands<A, B>                                           \
+  auto operator sym(const A& a, const B& b) {                                        \
+    return detail::make_binary<detail::compare_fn<detail::compare_op::C>>(a, b);     \
+  }
+CT_COMPARE_OPERATOR(==, eq)
+CT_COMPARE_OPERATOR(!=, ne)
+CT_COMPARE_OPERATOR(<, lt)
+CT_COMPARE_OPERATOR(<=, le)
+CT_COMPARE_OPERATOR(>, gt)
+CT_COMPARE_OPERATOR(>=, ge)
+#undef CT_COMPARE_OPERATOR
+
+template <class A, class B>
+  requires detail::binary_operands<A, B>
+auto logical_and(const A& a, const B& b) {
+  auto e = detail::make_binary<detail::logical_fn<detail::opcode::logical_and>>(a, b);
+  static_assert(std::is_same_v<detail::value_t<decltype(std::get<0>(detail::as_pair(a, b)))>, bool>,
+                "ct::logical_and needs bool operands");
+  return e;
+}
+template <class A, class B>
+  requires detail::binary_operands<A, B>
+auto logical_or(const A& a, const B& b) {
+  auto e = detail::make_binary<detail::logical_fn<detail::opcode::logical_or>>(a, b);
+  static_assert(std::is_same_v<detail::value_t<decltype(std::get<0>(detail::as_pair(a, b)))>, bool>,
+                "ct::logical_or needs bool operands");
+  return e;
+}
+template <detail::operand A>
+auto logical_not(const A& a) {
+  static_assert(std::is_same_v<detail::value_t<A>, bool>, "ct::logical_not needs a bool operand");
+  return detail::make_fn(detail::logical_fn<detail::opcode::logical_not>{}, detail::to_node(a));
+}
+template <class A, class B>
+  requires detail::binary_operands<A, B>
+auto operator&&(const A& a, const B& b) {
+  return logical_and(a, b);
+}
+template <class A, class B>
+  requires detail::binary_operands<A, B>
+auto operator||(const A& a, const B& b) {
+  return logical_or(a, b);
+}
+template <detail::operand A>
+auto operator!(const A& a) {
+  return logical_not(a);
+}
+
+/// cond ? a : b elementwise; cond is bool, a and b share an element type (numbers adopt it).
+template <detail::operand C, class A, class B>
+auto where(const C& cond, const A& a, const B& b) {
+  static_assert(std::is_same_v<detail::value_t<C>, bool>, "ct::where needs a bool condition");
+  auto [x, y] = detail::as_pair(a, b);
+  return detail::make_fn(detail::where_fn{}, detail::to_node(cond), x, y);
+}
+
+/// Converts elements to U (float to integer truncates toward zero and saturates; NaN gives 0;
+/// nonzero to bool gives true).
+template <element U, detail::operand A>
+auto cast(const A& a) {
+  return detail::make_fn(detail::cast_fn<U>{}, detail::to_node(a));
+}
+
+/// Applies a user functor elementwise: f(a_i, b_i, …). f must be callable concurrently from
+/// several threads and return an element type; it may throw (ct::eval then leaves its
+/// destination unchanged). Operands broadcast together.
+template <class F, detail::operand... A>
+auto map(F f, const A&... a) {
+  static_assert(sizeof...(A) >= 1 && sizeof...(A) <= 16, "ct::map takes 1 to 16 operands");
+  detail::map_fn<F> m{std::move(f)};
+  m.fn = detail::map_fn<F>::template trampoline<detail::value_t<A>...>();
+  static_assert(is_element_v<typename detail::map_fn<F>::template result<detail::value_t<A>...>>,
+                "ct::map: the functor must return float, double, int32, int64 or bool");
+  return detail::make_fn(std::move(m), detail::to_node(a)...);
+}
+
+// Expression nodes live in ct::detail: make the operators visible to argument-dependent
+// lookup from there too, so expressions compose outside namespace ct.
+namespace detail {
+using ct::operator+;
+using ct::operator-;
+using ct::operator*;
+using ct::operator/;
+using ct::operator==;
+using ct::operator!=;
+using ct::operator<;
+using ct::operator<=;
+using ct::operator>;
+using ct::operator>=;
+using ct::operator&&;
+using ct::operator||;
+using ct::operator!;
+}  // namespace detail
+
+}  // namespace ct

@@ -1,0 +1,127 @@
+// ct/expr/program.hpp — the tile program an expression is lowered to (internal).
+//
+// ct::eval walks the compile-time expression tree once and emits a flat list of typed
+// instructions (identical ones are merged, so a repeated sub-expression such as max(x, -1)
+// is computed once per group). The evaluator in src/expr runs that list per group, tile by
+// tile, with precompiled kernels. Expression templates therefore instantiate little code in
+// the user's translation unit; only ct::map functors do (a small per-tile trampoline).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ct/core/dims.hpp"
+#include "ct/core/dtype.hpp"
+#include "ct/expr/kernels.hpp"
+
+namespace ct::detail {
+
+enum class dtype : std::uint8_t { f32, f64, i32, i64, b8 };
+
+template <element T>
+constexpr dtype dtype_of() noexcept {
+  if constexpr (std::is_same_v<T, float>) return dtype::f32;
+  else if constexpr (std::is_same_v<T, double>) return dtype::f64;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return dtype::i32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return dtype::i64;
+  else return dtype::b8;
+}
+
+enum class opcode : std::uint8_t {
+  load,         // leaf tensor
+  constant,     // scalar
+  unary,        // sub = kernels::unary_op
+  binary,       // sub = kernels::binary_op
+  muladd,       // a*b+c under the FMA policy
+  compare,      // sub = compare_op; result bool
+  logical_and,  // bool
+  logical_or,   // bool
+  logical_not,  // bool
+  where,        // args: cond, a, b
+  cast,         // to `type`
+  map,          // user functor; see map_call
+  reduce        // sub = reduce_op; result is one value per group
+};
+enum class compare_op : std::uint8_t { eq, ne, lt, le, gt, ge };
+enum class reduce_op : std::uint8_t { sum, prod, max, min, argmax, argmin, all, any };
+
+/// Runs a user functor over one tile: out[i] = f(args[0][i], …) where an argument flagged
+/// uniform holds one value for the whole tile. Instantiated in the user's translation unit.
+using map_tile_fn = void (*)(const void* functor, const void* const* args, const bool* uniform, void* out,
+                             index_t n);
+
+struct instruction {
+  opcode op;
+  dtype type;  // of the result
+  std::uint8_t sub = 0;
+  int args[3] = {-1, -1, -1};
+  int leaf = -1;  // load: index into program::leaves; map: index into program::maps
+  double fvalue = 0;
+  std::int64_t ivalue = 0;
+  bool operator==(const instruction&) const = default;
+};
+
+struct leaf_info {
+  const void* data;
+  dtype type;
+  dims strides;  // over the full iteration shape; 0 along broadcast axes
+  index_t min_offset, max_offset;  // element range it touches (for overlap checks)
+};
+
+struct map_call {
+  const void* functor;
+  map_tile_fn fn;
+  std::vector<int> args;
+};
+
+/// The lowered expression plus its iteration space. Built by the expression nodes.
+class program {
+ public:
+  explicit program(const dims& full_shape) : full_shape_(full_shape) {}
+
+  const dims& full_shape() const noexcept { return full_shape_; }
+  /// Bit a set when axis a of the full shape is reduced by the expression's reducers.
+  std::uint32_t reduce_mask() const noexcept { return reduce_mask_; }
+  bool has_reducers() const noexcept { return has_reducers_; }
+  bool can_throw() const noexcept { return !maps_.empty(); }
+  const std::vector<instruction>& code() const noexcept { return code_; }
+  const std::vector<leaf_info>& leaves() const noexcept { return leaves_; }
+  const std::vector<map_call>& maps() const noexcept { return maps_; }
+
+  /// Appends an instruction, or returns the index of an identical one (common subexpressions).
+  int emit(const instruction& in);
+  /// A load of a tensor with the given shape and strides, broadcast into the full shape.
+  int emit_load(const void* data, dtype type, const dims& shape, const dims& strides);
+  /// A user functor call; never merged with another (functors may have state).
+  int emit_map(dtype type, const void* functor, map_tile_fn fn, std::vector<int> args);
+  /// A reducer over `axes` of an argument of shape arg_shape (axes already normalised). Checks
+  /// that every reducer of the expression reduces the same axes of the full shape.
+  int emit_reduce(reduce_op op, dtype type, int arg, const dims& arg_shape, const dims& axes, const char* name);
+
+ private:
+  dims full_shape_;
+  std::uint32_t reduce_mask_ = 0;
+  bool has_reducers_ = false;
+  std::vector<instruction> code_;
+  std::vector<leaf_info> leaves_;
+  std::vector<map_call> maps_;
+};
+
+/// Where results go: typed base pointer and strides over the full shape (0 along reduced
+/// axes when the result is one value per group).
+struct destination {
+  void* data;
+  dtype type;
+  dims strides;
+  index_t min_offset, max_offset;
+};
+
+/// Validates, plans and runs a program (through the bound executor when it has reducers),
+/// writing element root of every position into dest. `op` names the operation in errors.
+void run_program(const program& p, int root, const destination& dest, const char* op);
+
+/// Test hook: the next `n` scratch allocations of the evaluator throw std::bad_alloc.
+void fail_next_scratch_allocations(int n) noexcept;
+
+}  // namespace ct::detail

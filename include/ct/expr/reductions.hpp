@@ -1,0 +1,207 @@
+// ct/expr/reductions.hpp — reductions: sum, prod, mean, max, min, argmax, argmin, logsumexp,
+// all, any — over all axes, one axis or several, optionally keeping the reduced axes.
+//
+// Evaluated on their own, reductions drop the reduced axes unless keepdims is set. Inside a
+// larger expression they always broadcast back along the reduced axes (keep-dims semantics),
+// so x - ct::max(x, -1) is a valid fused expression. All reducers in one expression must
+// reduce the same axes of the expression's shape.
+#pragma once
+#include <algorithm>
+#include <limits>
+
+#include "ct/expr/functions.hpp"
+
+namespace ct {
+
+namespace detail {
+
+template <reduce_op Op, class T>
+using reduce_result_t = std::conditional_t<
+    Op == reduce_op::argmax || Op == reduce_op::argmin, std::int64_t,
+    std::conditional_t<Op == reduce_op::all || Op == reduce_op::any, bool,
+                       std::conditional_t<std::is_same_v<T, bool>, std::int64_t, T>>>;
+
+inline const char* reduce_name(reduce_op op) {
+  switch (op) {
+    case reduce_op::sum: return "sum";
+    case reduce_op::prod: return "prod";
+    case reduce_op::max: return "max";
+    case reduce_op::min: return "min";
+    case reduce_op::argmax: return "argmax";
+    case reduce_op::argmin: return "argmin";
+    case reduce_op::all: return "all";
+    case reduce_op::any: return "any";
+  }
+  return "reduce";
+}
+
+/// Normalised, sorted, distinct axes of a shape of rank `rank` (empty list = every axis).
+inline dims normalize_axes(const dims& axes, int rank, const char* op, bool all_if_empty) {
+  dims out;
+  if (axes.empty() && all_if_empty) {
+    for (int a = 0; a < rank; ++a) out.push_back(a);
+    return out;
+  }
+  for (index_t a : axes) {
+    int n = normalize_axis(a, rank, op);
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      throw axis_error(std::string("ct::") + op + ": axis " + std::to_string(a) + " repeated in " + axes.str());
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+inline dims keep_shape(const dims& shape, const dims& axes) {
+  dims s = shape;
+  for (index_t a : axes) s[static_cast<int>(a)] = 1;
+  return s;
+}
+
+inline dims drop_shape(const dims& shape, const dims& axes) {
+  dims s;
+  for (int a = 0; a < shape.size(); ++a)
+    if (std::find(axes.begin(), axes.end(), a) == axes.end()) s.push_back(shape[a]);
+  return s;
+}
+
+/// One reducer over `axes` of its argument (keep-dims shape).
+template <reduce_op Op, class A>
+struct reduce_node {
+  using value_type = reduce_result_t<Op, typename A::value_type>;
+  static constexpr bool is_ct_expression = true;
+  reduce_node(A a, dims ax) : arg(std::move(a)), axes(std::move(ax)), shape_(keep_shape(arg.shape(), axes)) {}
+  const dims& shape() const noexcept { return shape_; }
+  const dims& full_shape() const noexcept { return arg.full_shape(); }
+  int lower(program& p) const {
+    int a = arg.lower(p);
+    return p.emit_reduce(Op, dtype_of<value_type>(), a, arg.shape(), axes, reduce_name(Op));
+  }
+  A arg;
+  dims axes;
+  dims shape_;
+};
+
+/// What the public reduction functions return: an expression over the reduced axes that,
+/// evaluated at top level, drops those axes unless keepdims.
+template <class E>
+struct reduction {
+  using value_type = typename E::value_type;
+  static constexpr bool is_ct_expression = true;
+  E expr;
+  dims axes;
+  bool keepdims;
+  const dims& shape() const noexcept { return expr.shape(); }
+  const dims& full_shape() const noexcept { return expr.full_shape(); }
+  int lower(program& p) const { return expr.lower(p); }
+  dims result_shape() const { return keepdims ? expr.shape() : drop_shape(expr.shape(), axes); }
+};
+
+template <class E>
+reduction<E> make_reduction(E e, dims axes, bool keepdims) {
+  return reduction<E>{std::move(e), std::move(axes), keepdims};
+}
+
+template <reduce_op Op, class X>
+auto reduce(const X& x, const dims& axes, bool keepdims, bool all_if_empty) {
+  auto node = to_node(x);
+  using V = value_t<X>;
+  static_assert(!((Op == reduce_op::all || Op == reduce_op::any) && !std::is_same_v<V, bool>),
+                "ct::all/ct::any need a bool operand (compare first, e.g. ct::any(x > 0))");
+  static_assert(!((Op != reduce_op::all && Op != reduce_op::any && Op != reduce_op::sum) && std::is_same_v<V, bool>),
+                "this reduction is not defined for bool; cast first");
+  dims ax = normalize_axes(axes, node.shape().size(), reduce_name(Op), all_if_empty);
+  return make_reduction(reduce_node<Op, decltype(node)>(node, ax), ax, keepdims);
+}
+
+/// Number of elements the reduced axes span.
+inline index_t reduced_count(const dims& shape, const dims& axes) {
+  index_t n = 1;
+  for (index_t a : axes) n *= shape[static_cast<int>(a)];
+  return n;
+}
+
+}  // namespace detail
+
+#define CT_REDUCTION(fname, Op)                                                                   \
+  template <detail::operand X>                                                                    \
+  auto fname(const X& x) {                                                                        \
+    return detail::reduce<detail::reduce_op::Op>(x, dims{}, false, true);                         \
+  }                                                                                               \
+  template <detail::operand X, std::integral I>                                                   \
+  auto fname(const X& x, I axis, bool keepdims = false) {                                         \
+    return detail::reduce<detail::reduce_op::Op>(x, dims{static_cast<index_t>(axis)}, keepdims, false); \
+  }                                                                                               \
+  template <detail::operand X>                                                                    \
+  auto fname(const X& x, const dims& axes, bool keepdims = false) {                               \
+    return detail::reduce<detail::reduce_op::Op>(x, axes, keepdims, true);                        \
+  }
+CT_REDUCTION(sum, sum)
+CT_REDUCTION(prod, prod)
+CT_REDUCTION(max, max)
+CT_REDUCTION(min, min)
+CT_REDUCTION(all, all)
+CT_REDUCTION(any, any)
+#undef CT_REDUCTION
+
+// argmax/argmin: int64 positions in the reduced axes (row-major over them when several);
+// the first position wins ties, and a NaN counts as the extreme (the first NaN wins).
+template <detail::operand X>
+auto argmax(const X& x) {
+  return detail::reduce<detail::reduce_op::argmax>(x, dims{}, false, true);
+}
+template <detail::operand X, std::integral I>
+auto argmax(const X& x, I axis, bool keepdims = false) {
+  return detail::reduce<detail::reduce_op::argmax>(x, dims{static_cast<index_t>(axis)}, keepdims, false);
+}
+template <detail::operand X>
+auto argmin(const X& x) {
+  return detail::reduce<detail::reduce_op::argmin>(x, dims{}, false, true);
+}
+template <detail::operand X, std::integral I>
+auto argmin(const X& x, I axis, bool keepdims = false) {
+  return detail::reduce<detail::reduce_op::argmin>(x, dims{static_cast<index_t>(axis)}, keepdims, false);
+}
+
+/// Arithmetic mean (floating point only): sum / count. Over empty axes it is NaN (0/0).
+template <detail::operand X>
+auto mean(const X& x, const dims& axes, bool keepdims = false) {
+  using T = detail::value_t<X>;
+  static_assert(std::is_floating_point_v<T>, "ct::mean needs floating-point operands; cast first");
+  auto s = sum(x, axes, true);
+  dims ax = s.axes;
+  const index_t n = detail::reduced_count(detail::to_node(x).shape(), ax);
+  auto e = s.expr / static_cast<T>(n);
+  return detail::make_reduction(e, ax, keepdims);
+}
+template <detail::operand X, std::integral I>
+auto mean(const X& x, I axis, bool keepdims = false) {
+  return mean(x, dims{static_cast<index_t>(axis)}, keepdims);
+}
+template <detail::operand X>
+auto mean(const X& x) {
+  return mean(x, dims{}, false);
+}
+
+/// log(sum(exp(x))) computed stably: m + log(sum(exp(x - m))) with m the maximum (0 when the
+/// maximum is infinite, so rows of -inf give -inf and rows with +inf give +inf).
+template <detail::operand X>
+auto logsumexp(const X& x, const dims& axes, bool keepdims = false) {
+  using T = detail::value_t<X>;
+  static_assert(std::is_floating_point_v<T>, "ct::logsumexp needs floating-point operands");
+  auto m = max(x, axes, true);
+  dims ax = m.axes;
+  auto shift = where(abs(m.expr) < std::numeric_limits<T>::infinity(), m.expr, T(0));
+  auto e = log(sum(exp(x - shift), ax, true).expr) + shift;
+  return detail::make_reduction(e, ax, keepdims);
+}
+template <detail::operand X, std::integral I>
+auto logsumexp(const X& x, I axis, bool keepdims = false) {
+  return logsumexp(x, dims{static_cast<index_t>(axis)}, keepdims);
+}
+template <detail::operand X>
+auto logsumexp(const X& x) {
+  return logsumexp(x, dims{}, false);
+}
+
+}  // namespace ct

@@ -1,0 +1,784 @@
+// The evaluator: plans a tile program over groups (retained coordinates) and runs it.
+//
+// Per group, the reduced axes are walked tile by tile once per "pass": pass p feeds the
+// reducers whose arguments need p earlier reducer results (max before sum in softmax), and
+// the last pass computes and writes the output. Values that are constant within a group
+// (reducer results, scalars, operands broadcast along the reduced axes) are "uniform" and
+// computed once per group. The walk order depends only on shapes, never on the partition.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <thread>
+
+#include "ct/core/error.hpp"
+#include "ct/core/strided.hpp"
+#include "ct/exec/parallel_for.hpp"
+#include "ct/expr/program.hpp"
+
+namespace ct::detail {
+
+namespace {
+
+std::atomic<int> failing_allocations{0};
+
+constexpr index_t max_tile = 1024;  // elements; a float tile is 4 KiB, a double one 8 KiB
+
+std::size_t dtype_size(dtype t) {
+  switch (t) {
+    case dtype::f32: case dtype::i32: return 4;
+    case dtype::f64: case dtype::i64: return 8;
+    case dtype::b8: return 1;
+  }
+  return 8;
+}
+
+template <class F>
+decltype(auto) with_type(dtype t, F&& f) {
+  switch (t) {
+    case dtype::f32: return f(float{});
+    case dtype::f64: return f(double{});
+    case dtype::i32: return f(std::int32_t{});
+    case dtype::i64: return f(std::int64_t{});
+    case dtype::b8: break;
+  }
+  return f(bool{});
+}
+
+template <class T>
+constexpr bool is_float_v = std::is_floating_point_v<T>;
+
+// Calls f(ia, ib) for i in [0, n) with index 0 for uniform operands; split so loops vectorise.
+template <class F>
+inline void for_pairs(bool ua, bool ub, index_t n, F&& f) {
+  if (!ua && !ub) for (index_t i = 0; i < n; ++i) f(i, i, i);
+  else if (ua && !ub) for (index_t i = 0; i < n; ++i) f(i, 0, i);
+  else if (!ua && ub) for (index_t i = 0; i < n; ++i) f(i, i, 0);
+  else for (index_t i = 0; i < n; ++i) f(i, 0, 0);
+}
+
+// One reduced axis after merging: its extent and the stride of every operand along it.
+struct axis_walk {
+  index_t extent;
+  std::vector<index_t> strides;  // [leaf 0 .. leaf n-1, destination]
+};
+
+struct reducer_state {
+  kernels::lane_accumulator lanes;
+  kernels::extreme_state<double> extreme_d;
+  kernels::extreme_state<float> extreme_f;
+  std::int64_t ivalue;
+  index_t iindex;
+  bool bvalue;
+};
+
+struct pass_plan {
+  std::vector<int> uniforms;   // evaluated once at the start of the pass
+  std::vector<int> varying;    // evaluated per tile, in order
+  std::vector<int> reducers;   // fed per tile (reduction passes only)
+  std::vector<int> slot;       // instruction -> tile slot in this pass (-1: none)
+  int slots = 0;
+};
+
+class plan {
+ public:
+  plan(const program& p, int root, const destination& dest, const char* op) : p_(p), root_(root), dest_(dest), op_(op) {
+    const auto& code = p.code();
+    const int n = static_cast<int>(code.size());
+    uniform_.assign(static_cast<std::size_t>(n), 0);
+    level_.assign(static_cast<std::size_t>(n), 0);
+    build_geometry();
+    for (int i = 0; i < n; ++i) {
+      const instruction& in = code[static_cast<std::size_t>(i)];
+      bool uni = true;
+      int lvl = 0;
+      if (in.op == opcode::load) {
+        uni = leaf_uniform(in.leaf);
+      } else if (in.op == opcode::constant) {
+        uni = true;
+      } else if (in.op == opcode::reduce) {
+        lvl = level_[static_cast<std::size_t>(in.args[0])] + 1;
+      } else {
+        for (int a : all_args(p_, in)) {
+          uni = uni && uniform_[static_cast<std::size_t>(a)];
+          lvl = std::max(lvl, level_[static_cast<std::size_t>(a)]);
+        }
+      }
+      uniform_[static_cast<std::size_t>(i)] = uni;
+      level_[static_cast<std::size_t>(i)] = lvl;
+      if (in.op == opcode::reduce) {
+        reduce_passes_ = std::max(reduce_passes_, lvl);
+        if (L_ == 0 && (in.sub == static_cast<int>(reduce_op::max) || in.sub == static_cast<int>(reduce_op::min) ||
+                        in.sub == static_cast<int>(reduce_op::argmax) || in.sub == static_cast<int>(reduce_op::argmin)))
+          throw empty_reduction_error(std::string("ct::") + op_ + ": max/min/argmax/argmin over empty axes of shape " +
+                                      p.full_shape().str() + " have no value");
+      }
+    }
+    root_uniform_ = uniform_[static_cast<std::size_t>(root_)];
+    passes_.resize(static_cast<std::size_t>(reduce_passes_ + 1));
+    for (int i = 0; i < n; ++i) {
+      const instruction& in = code[static_cast<std::size_t>(i)];
+      if (in.op == opcode::reduce) {
+        passes_[static_cast<std::size_t>(level_[static_cast<std::size_t>(i)] - 1)].reducers.push_back(i);
+      } else if (uniform_[static_cast<std::size_t>(i)]) {
+        passes_[static_cast<std::size_t>(level_[static_cast<std::size_t>(i)])].uniforms.push_back(i);
+      }
+    }
+    for (int ps = 0; ps <= reduce_passes_; ++ps) plan_pass(ps);
+    reducer_index_.assign(static_cast<std::size_t>(n), -1);
+    for (int i = 0; i < n; ++i)
+      if (code[static_cast<std::size_t>(i)].op == opcode::reduce) reducer_index_[static_cast<std::size_t>(i)] = reducers_++;
+    int max_slots = 0;
+    for (auto& ps : passes_) max_slots = std::max(max_slots, ps.slots);
+    tile_ = std::min<index_t>(max_tile, std::max<index_t>(1, walk_.back().extent));
+    slot_bytes_ = static_cast<std::size_t>(tile_) * 8;
+    scratch_bytes_ = static_cast<std::size_t>(max_slots) * slot_bytes_ + static_cast<std::size_t>(n) * 8 +
+                     static_cast<std::size_t>(reducers_) * sizeof(reducer_state) + 64;
+  }
+
+  index_t groups() const noexcept { return groups_; }
+  std::size_t scratch_bytes() const noexcept { return scratch_bytes_; }
+
+  // Evaluates groups [start, end) with the given scratch block.
+  void run(index_t start, index_t end, unsigned char* scratch) const;
+
+ private:
+  static std::vector<int> args_of(const instruction& in) {
+    std::vector<int> out;
+    for (int a : in.args)
+      if (a >= 0) out.push_back(a);
+    return out;
+  }
+  std::vector<int> all_args(const program& p, const instruction& in) const {
+    if (in.op == opcode::map) return p.maps()[static_cast<std::size_t>(in.leaf)].args;
+    return args_of(in);
+  }
+  bool leaf_uniform(int leaf) const {
+    const auto& st = p_.leaves()[static_cast<std::size_t>(leaf)].strides;
+    for (int a : r_axes_)
+      if (st[a] != 0) return false;
+    return true;
+  }
+
+  void build_geometry();
+  void plan_pass(int pass);
+
+  template <class T>
+  void exec(int i, index_t n, void* const* ptr, const char* uni, void* out) const;
+  void load_tile(int i, const std::vector<index_t>& offsets, index_t pos, index_t n, void* out) const;
+
+  const program& p_;
+  int root_;
+  destination dest_;
+  const char* op_;
+  std::vector<char> uniform_;
+  std::vector<int> level_;
+  std::vector<int> reducer_index_;
+  int reducers_ = 0;
+  int reduce_passes_ = 0;
+  bool root_uniform_ = false;
+  std::vector<pass_plan> passes_;
+  std::vector<int> r_axes_, k_axes_;
+  std::vector<axis_walk> walk_;   // merged reduced axes, outermost first (never empty)
+  std::vector<std::vector<index_t>> k_strides_;  // per retained axis, per operand
+  dims k_extents_;
+  index_t groups_ = 1, L_ = 1, tile_ = 1;
+  std::size_t slot_bytes_ = 0, scratch_bytes_ = 0;
+
+  friend struct group_runner;
+};
+
+void plan::build_geometry() {
+  const dims& F = p_.full_shape();
+  const std::uint32_t mask = p_.reduce_mask();
+  const bool reduce_all = !p_.has_reducers();  // elementwise: the whole shape is one walk
+  const std::size_t ops = p_.leaves().size() + 1;
+  auto operand_stride = [&](std::size_t k, int axis) {
+    return k + 1 == ops ? dest_.strides[axis] : p_.leaves()[k].strides[axis];
+  };
+  for (int a = 0; a < F.size(); ++a) {
+    if (reduce_all || (mask & (1u << a))) {
+      r_axes_.push_back(a);
+      L_ *= F[a];
+    } else {
+      k_axes_.push_back(a);
+      k_extents_.push_back(F[a]);
+      groups_ *= F[a];
+      std::vector<index_t> s(ops);
+      for (std::size_t k = 0; k < ops; ++k) s[k] = operand_stride(k, a);
+      k_strides_.push_back(std::move(s));
+    }
+  }
+  for (int a : r_axes_) {
+    if (F[a] == 1) continue;
+    axis_walk w{F[a], std::vector<index_t>(ops)};
+    for (std::size_t k = 0; k < ops; ++k) w.strides[k] = operand_stride(k, a);
+    if (!walk_.empty()) {
+      axis_walk& prev = walk_.back();
+      bool mergeable = true;
+      for (std::size_t k = 0; k < ops; ++k) mergeable = mergeable && prev.strides[k] == w.strides[k] * w.extent;
+      if (mergeable) {
+        prev.extent *= w.extent;
+        prev.strides = w.strides;
+        continue;
+      }
+    }
+    walk_.push_back(std::move(w));
+  }
+  if (walk_.empty() || L_ == 0) walk_.assign(1, axis_walk{L_ == 0 ? 0 : 1, std::vector<index_t>(ops, 0)});
+}
+
+void plan::plan_pass(int pass) {
+  const auto& code = p_.code();
+  const int n = static_cast<int>(code.size());
+  pass_plan& pp = passes_[static_cast<std::size_t>(pass)];
+  const bool output_pass = pass == reduce_passes_;
+  std::vector<char> needed(static_cast<std::size_t>(n), 0);
+  std::vector<int> last_use(static_cast<std::size_t>(n), -1);
+  std::vector<int> roots;
+  if (output_pass) {
+    if (!root_uniform_) roots.push_back(root_);
+  } else {
+    for (int i = 0; i < n; ++i)
+      if (code[static_cast<std::size_t>(i)].op == opcode::reduce && level_[static_cast<std::size_t>(i)] == pass + 1)
+        roots.push_back(code[static_cast<std::size_t>(i)].args[0]);
+  }
+  for (int r : roots)
+    if (!uniform_[static_cast<std::size_t>(r)]) needed[static_cast<std::size_t>(r)] = 1;
+  for (int i = n - 1; i >= 0; --i) {
+    if (!needed[static_cast<std::size_t>(i)]) continue;
+    for (int a : all_args(p_, code[static_cast<std::size_t>(i)]))
+      if (!uniform_[static_cast<std::size_t>(a)]) needed[static_cast<std::size_t>(a)] = 1;
+  }
+  for (int i = 0; i < n; ++i)
+    if (needed[static_cast<std::size_t>(i)]) {
+      pp.varying.push_back(i);
+      for (int a : all_args(p_, code[static_cast<std::size_t>(i)])) last_use[static_cast<std::size_t>(a)] = i;
+    }
+  for (int r : roots) last_use[static_cast<std::size_t>(r)] = n;  // consumed after the tile
+  // Reducers of a uniform argument need a tile filled with that value.
+  if (!output_pass)
+    for (int r : roots)
+      if (uniform_[static_cast<std::size_t>(r)]) last_use[static_cast<std::size_t>(r)] = n;
+  // Greedy slot assignment: a slot is free again after its value's last use.
+  pp.slot.assign(static_cast<std::size_t>(n), -1);
+  std::vector<int> free_slots;
+  std::vector<std::pair<int, int>> busy;  // (last use, slot)
+  for (int i : pp.varying) {
+    for (auto it = busy.begin(); it != busy.end();) {
+      if (it->first < i) {
+        free_slots.push_back(it->second);
+        it = busy.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    int s;
+    if (!free_slots.empty()) {
+      s = free_slots.back();
+      free_slots.pop_back();
+    } else {
+      s = pp.slots++;
+    }
+    pp.slot[static_cast<std::size_t>(i)] = s;
+    busy.emplace_back(last_use[static_cast<std::size_t>(i)], s);
+  }
+  if (!output_pass)
+    for (int r : roots)
+      if (uniform_[static_cast<std::size_t>(r)] && pp.slot[static_cast<std::size_t>(r)] < 0)
+        pp.slot[static_cast<std::size_t>(r)] = pp.slots++;
+}
+
+// ---- per-instruction tile execution ----
+
+template <class T>
+void plan::exec(int i, index_t n, void* const* ptr, const char* uni, void* out) const {
+  const instruction& in = p_.code()[static_cast<std::size_t>(i)];
+  const settings s = current_settings();
+  auto arg = [&](int k) { return static_cast<const T*>(ptr[in.args[k]]); };
+  auto u = [&](int k) { return uni[in.args[k]] != 0; };
+  T* y = static_cast<T*>(out);
+  switch (in.op) {
+    case opcode::constant:
+      if constexpr (std::is_same_v<T, bool>) y[0] = in.ivalue != 0;
+      else if constexpr (is_float_v<T>) y[0] = static_cast<T>(in.fvalue);
+      else y[0] = static_cast<T>(in.ivalue);
+      return;
+    case opcode::unary: {
+      auto op = static_cast<kernels::unary_op>(in.sub);
+      if constexpr (is_float_v<T>) {
+        kernels::unary<T>(op, arg(0), y, n, s);
+      } else if constexpr (!std::is_same_v<T, bool>) {
+        const T* x = arg(0);
+        using U = std::make_unsigned_t<T>;  // wrap-around like NumPy instead of UB
+        for (index_t j = 0; j < n; ++j) {
+          if (op == kernels::unary_op::neg) y[j] = static_cast<T>(U(0) - static_cast<U>(x[j]));
+          else if (op == kernels::unary_op::abs) y[j] = x[j] < 0 ? static_cast<T>(U(0) - static_cast<U>(x[j])) : x[j];
+          else y[j] = static_cast<T>(static_cast<U>(x[j]) * static_cast<U>(x[j]));  // square
+        }
+      }
+      return;
+    }
+    case opcode::binary: {
+      auto op = static_cast<kernels::binary_op>(in.sub);
+      if constexpr (is_float_v<T>) {
+        kernels::binary<T>(op, arg(0), u(0), arg(1), u(1), y, n, s);
+      } else if constexpr (!std::is_same_v<T, bool>) {
+        const T *a = arg(0), *b = arg(1);
+        using U = std::make_unsigned_t<T>;
+        switch (op) {
+          case kernels::binary_op::add: for_pairs(u(0), u(1), n, [&](index_t j, index_t ia, index_t ib) { y[j] = static_cast<T>(static_cast<U>(a[ia]) + static_cast<U>(b[ib])); }); break;
+          case kernels::binary_op::sub: for_pairs(u(0), u(1), n, [&](index_t j, index_t ia, index_t ib) { y[j] = static_cast<T>(static_cast<U>(a[ia]) - static_cast<U>(b[ib])); }); break;
+          case kernels::binary_op::mul: for_pairs(u(0), u(1), n, [&](index_t j, index_t ia, index_t ib) { y[j] = static_cast<T>(static_cast<U>(a[ia]) * static_cast<U>(b[ib])); }); break;
+          case kernels::binary_op::min: for_pairs(u(0), u(1), n, [&](index_t j, index_t ia, index_t ib) { y[j] = std::min(a[ia], b[ib]); }); break;
+          case kernels::binary_op::max: for_pairs(u(0), u(1), n, [&](index_t j, index_t ia, index_t ib) { y[j] = std::max(a[ia], b[ib]); }); break;
+          case kernels::binary_op::div:
+            for_pairs(u(0), u(1), n, [&](index_t j, index_t ia, index_t ib) {
+              if (b[ib] == 0) throw error(std::string("ct::") + op_ + ": integer division by zero");
+              if (b[ib] == -1) y[j] = static_cast<T>(U(0) - static_cast<U>(a[ia]));
+              else y[j] = a[ia] / b[ib];
+            });
+            break;
+          case kernels::binary_op::pow: break;  // rejected at compile time for integers
+        }
+      }
+      return;
+    }
+    case opcode::muladd:
+      if constexpr (is_float_v<T>) kernels::muladd<T>(arg(0), u(0), arg(1), u(1), arg(2), u(2), y, n, s);
+      return;
+    case opcode::where: {
+      const bool* c = static_cast<const bool*>(ptr[in.args[0]]);
+      const T *a = arg(1), *b = arg(2);
+      bool uc = u(0), ua = u(1), ub = u(2);
+      for (index_t j = 0; j < n; ++j) y[j] = c[uc ? 0 : j] ? a[ua ? 0 : j] : b[ub ? 0 : j];
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+template <class T, class Cmp>
+void compare_loop(const T* a, bool ua, const T* b, bool ub, bool* y, index_t n, Cmp cmp) {
+  for_pairs(ua, ub, n, [&](index_t j, index_t ia, index_t ib) { y[j] = cmp(a[ia], b[ib]); });
+}
+
+void exec_compare(const instruction& in, dtype arg_type, index_t n, void* const* ptr, const char* uni, bool* y) {
+  with_type(arg_type, [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = static_cast<const T*>(ptr[in.args[0]]);
+    const T* b = static_cast<const T*>(ptr[in.args[1]]);
+    bool ua = uni[in.args[0]], ub = uni[in.args[1]];
+    switch (static_cast<compare_op>(in.sub)) {
+      case compare_op::eq: compare_loop(a, ua, b, ub, y, n, [](T p, T q) { return p == q; }); break;
+      case compare_op::ne: compare_loop(a, ua, b, ub, y, n, [](T p, T q) { return p != q; }); break;
+      case compare_op::lt: compare_loop(a, ua, b, ub, y, n, [](T p, T q) { return p < q; }); break;
+      case compare_op::le: compare_loop(a, ua, b, ub, y, n, [](T p, T q) { return p <= q; }); break;
+      case compare_op::gt: compare_loop(a, ua, b, ub, y, n, [](T p, T q) { return p > q; }); break;
+      case compare_op::ge: compare_loop(a, ua, b, ub, y, n, [](T p, T q) { return p >= q; }); break;
+    }
+  });
+}
+
+void exec_cast(dtype from, dtype to, const void* x, bool ux, void* y, index_t n) {
+  with_type(from, [&](auto ftag) {
+    using S = decltype(ftag);
+    with_type(to, [&](auto ttag) {
+      using D = decltype(ttag);
+      const S* src = static_cast<const S*>(x);
+      D* dst = static_cast<D*>(y);
+      for (index_t j = 0; j < n; ++j) {
+        S v = src[ux ? 0 : j];
+        if constexpr (std::is_same_v<D, bool>) dst[j] = v != S(0);
+        else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
+          // Out-of-range and NaN conversions are UB in C++; saturate instead (NaN -> 0).
+          constexpr double lo = static_cast<double>(std::numeric_limits<D>::min());
+          constexpr double hi = static_cast<double>(std::numeric_limits<D>::max());
+          double d = static_cast<double>(v);
+          dst[j] = d != d ? D(0) : d <= lo ? std::numeric_limits<D>::min() : d >= hi ? std::numeric_limits<D>::max() : static_cast<D>(d);
+        } else {
+          dst[j] = static_cast<D>(v);
+        }
+      }
+    });
+  });
+}
+
+void plan::load_tile(int i, const std::vector<index_t>& offsets, index_t pos, index_t n, void* out) const {
+  const instruction& in = p_.code()[static_cast<std::size_t>(i)];
+  const leaf_info& leaf = p_.leaves()[static_cast<std::size_t>(in.leaf)];
+  const index_t stride = walk_.back().strides[static_cast<std::size_t>(in.leaf)];
+  with_type(leaf.type, [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = static_cast<const T*>(leaf.data) + offsets[static_cast<std::size_t>(in.leaf)] + pos * stride;
+    T* dst = static_cast<T*>(out);
+    if (stride == 1) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+    else if (stride == 0) std::fill(dst, dst + n, *src);
+    else for (index_t j = 0; j < n; ++j) dst[j] = src[j * stride];
+  });
+}
+
+// ---- running groups ----
+
+struct group_runner {
+  const plan& pl;
+  unsigned char* scratch;
+  const program& p;
+  std::vector<void*> ptr;           // current value pointer per instruction
+  std::vector<char> uni;            // uniform flag per instruction
+  std::vector<index_t> offsets;     // per operand: offset of the group's first element
+  unsigned char* uniform_area;
+  reducer_state* states;
+
+  group_runner(const plan& pl_, unsigned char* s)
+      : pl(pl_), scratch(s), p(pl_.p_), ptr(pl_.p_.code().size()), uni(pl_.uniform_.begin(), pl_.uniform_.end()),
+        offsets(pl_.p_.leaves().size() + 1) {
+    std::size_t max_slots = 0;
+    for (auto& ps : pl.passes_) max_slots = std::max<std::size_t>(max_slots, static_cast<std::size_t>(ps.slots));
+    uniform_area = scratch + max_slots * pl.slot_bytes_;
+    auto addr = reinterpret_cast<std::uintptr_t>(uniform_area + p.code().size() * 8);
+    addr = (addr + alignof(reducer_state) - 1) / alignof(reducer_state) * alignof(reducer_state);
+    states = reinterpret_cast<reducer_state*>(addr);
+    for (std::size_t i = 0; i < p.code().size(); ++i)
+      if (uni[i]) ptr[i] = uniform_area + i * 8;
+  }
+
+  void exec_instruction(int i, index_t n, void* out, index_t pos) {
+    const instruction& in = p.code()[static_cast<std::size_t>(i)];
+    switch (in.op) {
+      case opcode::load:
+        if (uni[static_cast<std::size_t>(i)]) {
+          pl.load_tile(i, offsets, 0, 1, out);
+        } else {
+          // Zero copy when the tile is contiguous in the operand.
+          const leaf_info& leaf = p.leaves()[static_cast<std::size_t>(in.leaf)];
+          if (pl.walk_.back().strides[static_cast<std::size_t>(in.leaf)] == 1) {
+            ptr[static_cast<std::size_t>(i)] = const_cast<unsigned char*>(static_cast<const unsigned char*>(leaf.data)) +
+                                               (offsets[static_cast<std::size_t>(in.leaf)] + pos) * static_cast<index_t>(dtype_size(leaf.type));
+            return;
+          }
+          pl.load_tile(i, offsets, pos, n, out);
+        }
+        break;
+      case opcode::compare:
+        exec_compare(in, p.code()[static_cast<std::size_t>(in.args[0])].type, n, ptr.data(), uni.data(), static_cast<bool*>(out));
+        break;
+      case opcode::logical_and: case opcode::logical_or: case opcode::logical_not: {
+        const bool* a = static_cast<const bool*>(ptr[static_cast<std::size_t>(in.args[0])]);
+        bool* y = static_cast<bool*>(out);
+        bool ua = uni[static_cast<std::size_t>(in.args[0])];
+        if (in.op == opcode::logical_not) {
+          for (index_t j = 0; j < n; ++j) y[j] = !a[ua ? 0 : j];
+        } else {
+          const bool* b = static_cast<const bool*>(ptr[static_cast<std::size_t>(in.args[1])]);
+          bool ub = uni[static_cast<std::size_t>(in.args[1])];
+          if (in.op == opcode::logical_and) for_pairs(ua, ub, n, [&](index_t j, index_t ia, index_t ib) { y[j] = a[ia] && b[ib]; });
+          else for_pairs(ua, ub, n, [&](index_t j, index_t ia, index_t ib) { y[j] = a[ia] || b[ib]; });
+        }
+        break;
+      }
+      case opcode::cast:
+        exec_cast(p.code()[static_cast<std::size_t>(in.args[0])].type, in.type, ptr[static_cast<std::size_t>(in.args[0])],
+                  uni[static_cast<std::size_t>(in.args[0])], out, n);
+        break;
+      case opcode::map: {
+        const map_call& m = p.maps()[static_cast<std::size_t>(in.leaf)];
+        void* args[16];
+        bool flags[16];
+        for (std::size_t k = 0; k < m.args.size(); ++k) {
+          args[k] = ptr[static_cast<std::size_t>(m.args[k])];
+          flags[k] = uni[static_cast<std::size_t>(m.args[k])];
+        }
+        m.fn(m.functor, args, flags, out, n);
+        break;
+      }
+      case opcode::reduce:
+        break;  // finalised at the end of its pass
+      default:
+        with_type(in.type, [&](auto tag) { pl.exec<decltype(tag)>(i, n, ptr.data(), uni.data(), out); });
+    }
+    ptr[static_cast<std::size_t>(i)] = out;
+  }
+
+  void init_reducer(int i) {
+    const instruction& in = p.code()[static_cast<std::size_t>(i)];
+    reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(i)]];
+    auto op = static_cast<reduce_op>(in.sub);
+    kernels::sum_init(st.lanes);
+    if (op == reduce_op::prod) kernels::prod_init(st.lanes);
+    kernels::extreme_init(st.extreme_d);
+    kernels::extreme_init(st.extreme_f);
+    st.ivalue = op == reduce_op::prod ? 1 : 0;
+    st.iindex = -1;
+    st.bvalue = op == reduce_op::all;
+  }
+
+  void feed_reducer(int i, const void* x, index_t n, index_t pos) {
+    const instruction& in = p.code()[static_cast<std::size_t>(i)];
+    reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(i)]];
+    const dtype at = p.code()[static_cast<std::size_t>(in.args[0])].type;
+    const settings s = current_settings();
+    auto op = static_cast<reduce_op>(in.sub);
+    with_type(at, [&](auto tag) {
+      using T = decltype(tag);
+      const T* v = static_cast<const T*>(x);
+      if constexpr (std::is_same_v<T, bool>) {
+        for (index_t j = 0; j < n; ++j) {
+          if (op == reduce_op::all) st.bvalue = st.bvalue && v[j];
+          else if (op == reduce_op::any) st.bvalue = st.bvalue || v[j];
+          else if (op == reduce_op::sum) st.ivalue += v[j] ? 1 : 0;
+        }
+      } else if constexpr (is_float_v<T>) {
+        auto& ex = [&]() -> kernels::extreme_state<T>& {
+          if constexpr (std::is_same_v<T, float>) return st.extreme_f;
+          else return st.extreme_d;
+        }();
+        switch (op) {
+          case reduce_op::sum: kernels::sum_accumulate<T>(st.lanes, v, n, s); break;
+          case reduce_op::prod: kernels::prod_accumulate<T>(st.lanes, v, n, s); break;
+          case reduce_op::max: case reduce_op::argmax: kernels::max_accumulate<T>(ex, v, n, pos, s); break;
+          case reduce_op::min: case reduce_op::argmin: kernels::min_accumulate<T>(ex, v, n, pos, s); break;
+          default: break;
+        }
+      } else {
+        using U = std::uint64_t;  // integer sums wrap around instead of overflowing (UB)
+        for (index_t j = 0; j < n; ++j) {
+          switch (op) {
+            case reduce_op::sum: st.ivalue = static_cast<std::int64_t>(static_cast<U>(st.ivalue) + static_cast<U>(static_cast<std::int64_t>(v[j]))); break;
+            case reduce_op::prod: st.ivalue = static_cast<std::int64_t>(static_cast<U>(st.ivalue) * static_cast<U>(static_cast<std::int64_t>(v[j]))); break;
+            case reduce_op::max: case reduce_op::argmax:
+              if (st.iindex < 0 || v[j] > st.ivalue) { st.ivalue = v[j]; st.iindex = pos + j; }
+              break;
+            case reduce_op::min: case reduce_op::argmin:
+              if (st.iindex < 0 || v[j] < st.ivalue) { st.ivalue = v[j]; st.iindex = pos + j; }
+              break;
+            default: break;
+          }
+        }
+      }
+    });
+  }
+
+  void finish_reducer(int i) {
+    const instruction& in = p.code()[static_cast<std::size_t>(i)];
+    reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(i)]];
+    const dtype at = p.code()[static_cast<std::size_t>(in.args[0])].type;
+    auto op = static_cast<reduce_op>(in.sub);
+    void* out = ptr[static_cast<std::size_t>(i)];
+    if (op == reduce_op::argmax || op == reduce_op::argmin) {
+      index_t idx = at == dtype::f32 ? st.extreme_f.index : at == dtype::f64 ? st.extreme_d.index : st.iindex;
+      *static_cast<std::int64_t*>(out) = idx;
+      return;
+    }
+    if (op == reduce_op::all || op == reduce_op::any) {
+      *static_cast<bool*>(out) = st.bvalue;
+      return;
+    }
+    with_type(in.type, [&](auto tag) {
+      using T = decltype(tag);
+      T* y = static_cast<T*>(out);
+      if constexpr (is_float_v<T>) {
+        if (op == reduce_op::sum) *y = static_cast<T>(kernels::sum_result(st.lanes));
+        else if (op == reduce_op::prod) *y = static_cast<T>(kernels::prod_result(st.lanes));
+        else if constexpr (std::is_same_v<T, float>) *y = st.extreme_f.value;
+        else *y = st.extreme_d.value;
+      } else if constexpr (!std::is_same_v<T, bool>) {
+        *y = static_cast<T>(st.ivalue);
+      }
+    });
+  }
+
+  // Runs `body(n, pos, tile offsets)` over the merged reduced axes, tile by tile.
+  template <class Body>
+  void walk(Body&& body) {
+    const auto& w = pl.walk_;
+    const std::size_t ops = offsets.size();
+    const index_t inner = w.back().extent;
+    if (inner == 0) return;
+    const int outer = static_cast<int>(w.size()) - 1;
+    std::vector<index_t> base = offsets, idx(static_cast<std::size_t>(std::max(outer, 0)), 0);
+    std::vector<index_t> saved = offsets;
+    index_t pos = 0;
+    for (;;) {
+      offsets = base;
+      for (index_t start = 0; start < inner; start += pl.tile_) body(std::min(pl.tile_, inner - start), pos + start, start);
+      pos += inner;
+      int a = outer - 1;
+      for (; a >= 0; --a) {
+        for (std::size_t k = 0; k < ops; ++k) base[k] += w[static_cast<std::size_t>(a)].strides[k];
+        if (++idx[static_cast<std::size_t>(a)] < w[static_cast<std::size_t>(a)].extent) break;
+        for (std::size_t k = 0; k < ops; ++k) base[k] -= w[static_cast<std::size_t>(a)].strides[k] * w[static_cast<std::size_t>(a)].extent;
+        idx[static_cast<std::size_t>(a)] = 0;
+      }
+      if (a < 0) break;
+    }
+    offsets = saved;
+  }
+
+  void run_group(index_t g) {
+    // Offsets of the group's first element in every operand (row-major over retained axes).
+    std::fill(offsets.begin(), offsets.end(), 0);
+    for (int a = static_cast<int>(pl.k_extents_.size()) - 1; a >= 0; --a) {
+      index_t e = pl.k_extents_[a], c = g % e;
+      g /= e;
+      for (std::size_t k = 0; k < offsets.size(); ++k) offsets[k] += c * pl.k_strides_[static_cast<std::size_t>(a)][k];
+    }
+    const std::size_t dest_k = offsets.size() - 1;
+    for (std::size_t ps = 0; ps < pl.passes_.size(); ++ps) {
+      const pass_plan& pp = pl.passes_[ps];
+      for (int u : pp.uniforms) exec_instruction(u, 1, ptr[static_cast<std::size_t>(u)], 0);
+      const bool output_pass = ps + 1 == pl.passes_.size();
+      if (!output_pass) {
+        for (int r : pp.reducers) init_reducer(r);
+        walk([&](index_t n, index_t pos, index_t start) {
+          for (int i : pp.varying) exec_instruction(i, n, slot(pp, i), start);
+          for (int r : pp.reducers) {
+            int a = p.code()[static_cast<std::size_t>(r)].args[0];
+            const void* x = ptr[static_cast<std::size_t>(a)];
+            if (uni[static_cast<std::size_t>(a)]) {  // a uniform argument repeats along the tile
+              with_type(p.code()[static_cast<std::size_t>(a)].type, [&](auto tag) {
+                using T = decltype(tag);
+                T* t = static_cast<T*>(slot(pp, a));
+                std::fill(t, t + n, *static_cast<const T*>(x));
+                x = t;
+              });
+            }
+            feed_reducer(r, x, n, pos);
+          }
+        });
+        for (int r : pp.reducers) finish_reducer(r);
+      } else if (!pl.root_uniform_) {
+        const index_t dstride = pl.walk_.back().strides[dest_k];
+        const std::size_t esize = dtype_size(pl.dest_.type);
+        walk([&](index_t n, index_t, index_t start) {
+          unsigned char* d = static_cast<unsigned char*>(pl.dest_.data) + (offsets[dest_k] + start * dstride) * static_cast<index_t>(esize);
+          for (int i : pp.varying) {
+            const bool direct = i == pl.root_ && dstride == 1 && p.code()[static_cast<std::size_t>(i)].op != opcode::load;
+            exec_instruction(i, n, direct ? d : slot(pp, i), start);
+          }
+          const unsigned char* r = static_cast<const unsigned char*>(ptr[static_cast<std::size_t>(pl.root_)]);
+          if (r == d) return;
+          if (dstride == 1) std::memmove(d, r, static_cast<std::size_t>(n) * esize);
+          else for (index_t j = 0; j < n; ++j) std::memcpy(d + j * dstride * static_cast<index_t>(esize), r + static_cast<std::size_t>(j) * esize, esize);
+        });
+      }
+    }
+    if (pl.root_uniform_) {
+      unsigned char* d = static_cast<unsigned char*>(pl.dest_.data) + offsets[dest_k] * static_cast<index_t>(dtype_size(pl.dest_.type));
+      std::memcpy(d, ptr[static_cast<std::size_t>(pl.root_)], dtype_size(pl.dest_.type));
+    }
+  }
+
+  void* slot(const pass_plan& pp, int i) const {
+    int s = pp.slot[static_cast<std::size_t>(i)];
+    return s < 0 ? nullptr : scratch + static_cast<std::size_t>(s) * pl.slot_bytes_;
+  }
+};
+
+void plan::run(index_t start, index_t end, unsigned char* scratch) const {
+  group_runner runner(*this, scratch);
+  for (index_t g = start; g < end; ++g) runner.run_group(g);
+}
+
+// Scratch blocks for concurrently running callbacks, all allocated by the caller before any
+// group runs, so that no allocation can fail once results are being written.
+class scratch_pool {
+ public:
+  scratch_pool(std::size_t bytes_each, int blocks) : bytes_(bytes_each), blocks_(blocks) {
+    if (failing_allocations.load() > 0 && failing_allocations.fetch_sub(1) > 0) throw std::bad_alloc();
+    memory_.reset(static_cast<unsigned char*>(::operator new(bytes_ * static_cast<std::size_t>(blocks_), std::align_val_t{64})));
+  }
+  unsigned char* acquire() {
+    for (;;) {
+      std::uint64_t used = used_.load();
+      for (int b = 0; b < blocks_; ++b)
+        if (!(used & (1ull << b)) && used_.compare_exchange_strong(used, used | (1ull << b)))
+          return memory_.get() + bytes_ * static_cast<std::size_t>(b);
+      std::this_thread::yield();  // more callbacks than blocks: one finishes soon
+    }
+  }
+  void release(unsigned char* block) {
+    auto b = static_cast<int>((block - memory_.get()) / static_cast<std::ptrdiff_t>(bytes_));
+    used_.fetch_and(~(1ull << b));
+  }
+
+ private:
+  struct aligned_delete {
+    void operator()(unsigned char* p) const { ::operator delete(p, std::align_val_t{64}); }
+  };
+  std::size_t bytes_;
+  int blocks_;
+  std::unique_ptr<unsigned char, aligned_delete> memory_;
+  std::atomic<std::uint64_t> used_{0};
+};
+
+bool ranges_overlap(const void* a, index_t amin, index_t amax, std::size_t asize, const void* b, index_t bmin,
+                    index_t bmax, std::size_t bsize) {
+  auto lo_a = reinterpret_cast<std::uintptr_t>(a) + static_cast<std::uintptr_t>(amin * static_cast<index_t>(asize));
+  auto hi_a = reinterpret_cast<std::uintptr_t>(a) + static_cast<std::uintptr_t>((amax + 1) * static_cast<index_t>(asize));
+  auto lo_b = reinterpret_cast<std::uintptr_t>(b) + static_cast<std::uintptr_t>(bmin * static_cast<index_t>(bsize));
+  auto hi_b = reinterpret_cast<std::uintptr_t>(b) + static_cast<std::uintptr_t>((bmax + 1) * static_cast<index_t>(bsize));
+  return lo_a < hi_b && lo_b < hi_a;
+}
+
+}  // namespace
+
+void fail_next_scratch_allocations(int n) noexcept { failing_allocations.store(n); }
+
+void run_program(const program& p, int root, const destination& dest, const char* op) {
+  const dims& F = p.full_shape();
+  if (element_count(F) == 0 && !p.has_reducers()) return;  // nothing to compute or write
+  // Staging: when a functor may throw, or the destination overlaps an operand other than as
+  // the very same elements, results go to a private buffer copied out after every group.
+  bool staged = p.can_throw();
+  for (const leaf_info& leaf : p.leaves()) {
+    if (!ranges_overlap(dest.data, dest.min_offset, dest.max_offset, dtype_size(dest.type), leaf.data, leaf.min_offset,
+                        leaf.max_offset, dtype_size(leaf.type)))
+      continue;
+    if (!(leaf.data == dest.data && leaf.type == dest.type && leaf.strides == dest.strides)) staged = true;
+  }
+  destination target = dest;
+  std::unique_ptr<unsigned char[]> staging;
+  dims out_shape = F;
+  if (staged) {
+    // Row-major over the output positions (reduced axes collapse to one when the dest stride is 0).
+    for (int a = 0; a < F.size(); ++a)
+      if (dest.strides[a] == 0) out_shape[a] = 1;
+    dims rm = row_major_strides(out_shape);
+    for (int a = 0; a < F.size(); ++a)
+      if (out_shape[a] == 1) rm[a] = 0;
+    index_t count = element_count(out_shape);
+    if (failing_allocations.load() > 0 && failing_allocations.fetch_sub(1) > 0) throw std::bad_alloc();
+    staging.reset(new unsigned char[static_cast<std::size_t>(std::max<index_t>(count, 1)) * dtype_size(dest.type)]);
+    target = destination{staging.get(), dest.type, rm, 0, count - 1};
+  }
+  plan pl(p, root, target, op);
+  const index_t groups = pl.groups();
+  const bool parallel = groups > 1 && static_cast<bool>(current_executor());
+  const int blocks = parallel ? static_cast<int>(std::min<index_t>(groups, std::min(64u, std::max(2u, std::thread::hardware_concurrency() + 1)))) : 1;
+  scratch_pool pool(pl.scratch_bytes(), blocks);
+  schedule(op, groups, [&](index_t start, index_t end) {
+    unsigned char* block = pool.acquire();
+    struct releaser {
+      scratch_pool& pool;
+      unsigned char* block;
+      ~releaser() { pool.release(block); }
+    } release{pool, block};
+    pl.run(start, end, block);
+  });
+  if (staged) {
+    // Copy the staged results to the caller's destination, position by position.
+    dims src_strides = target.strides, dst_strides = dest.strides;
+    const std::size_t esize = dtype_size(dest.type);
+    const auto* src = staging.get();
+    auto* dst = static_cast<unsigned char*>(dest.data);
+    for_each_row<2>(out_shape, {dst_strides, src_strides}, [&](auto off, index_t n, auto inner) {
+      for (index_t j = 0; j < n; ++j)
+        std::memcpy(dst + (off[0] + j * inner[0]) * static_cast<index_t>(esize), src + (off[1] + j * inner[1]) * static_cast<index_t>(esize), esize);
+    });
+  }
+}
+
+}  // namespace ct::detail

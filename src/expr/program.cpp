@@ -1,0 +1,77 @@
+// Building the tile program: instruction merging, leaf broadcasting, reducer axis checks.
+#include "ct/expr/program.hpp"
+
+#include <algorithm>
+
+#include "ct/core/error.hpp"
+
+namespace ct::detail {
+
+namespace {
+std::string mask_text(std::uint32_t mask, int rank) {
+  dims axes;
+  for (int a = 0; a < rank; ++a)
+    if (mask & (1u << a)) axes.push_back(a);
+  return axes.str();
+}
+}  // namespace
+
+int program::emit(const instruction& in) {
+  auto it = std::find(code_.begin(), code_.end(), in);
+  if (it != code_.end() && in.op != opcode::map) return static_cast<int>(it - code_.begin());
+  code_.push_back(in);
+  return static_cast<int>(code_.size()) - 1;
+}
+
+int program::emit_load(const void* data, dtype type, const dims& shape, const dims& strides) {
+  const int r = full_shape_.size(), lead = r - shape.size();
+  if (lead < 0) throw shape_error("ct::eval: operand of shape " + shape.str() + " exceeds the expression shape " + full_shape_.str());
+  leaf_info leaf{data, type, dims::filled(r, 0), 0, 0};
+  for (int i = 0; i < shape.size(); ++i) {
+    index_t e = shape[i], f = full_shape_[lead + i];
+    if (e != f && e != 1)
+      throw shape_error("ct::eval: operand of shape " + shape.str() + " does not broadcast to " + full_shape_.str());
+    leaf.strides[lead + i] = e == 1 ? 0 : strides[i];
+    if (e > 0) (strides[i] < 0 ? leaf.min_offset : leaf.max_offset) += (e - 1) * strides[i];
+  }
+  int index = -1;
+  for (std::size_t i = 0; i < leaves_.size(); ++i)
+    if (leaves_[i].data == data && leaves_[i].type == type && leaves_[i].strides == leaf.strides) index = static_cast<int>(i);
+  if (index < 0) {
+    leaves_.push_back(leaf);
+    index = static_cast<int>(leaves_.size()) - 1;
+  }
+  instruction in{opcode::load, type};
+  in.leaf = index;
+  return emit(in);
+}
+
+int program::emit_map(dtype type, const void* functor, map_tile_fn fn, std::vector<int> args) {
+  maps_.push_back({functor, fn, std::move(args)});
+  instruction in{opcode::map, type};
+  in.leaf = static_cast<int>(maps_.size()) - 1;
+  return emit(in);
+}
+
+int program::emit_reduce(reduce_op op, dtype type, int arg, const dims& arg_shape, const dims& axes, const char* name) {
+  const int r = full_shape_.size(), lead = r - arg_shape.size();
+  std::uint32_t mask = 0;
+  for (index_t a : axes) {
+    int f = lead + static_cast<int>(a);
+    mask |= 1u << f;
+    if (arg_shape[static_cast<int>(a)] != full_shape_[f])
+      throw shape_error(std::string("ct::") + name + ": reduced axis " + std::to_string(a) + " of " + arg_shape.str() +
+                        " is broadcast to " + std::to_string(full_shape_[f]) +
+                        " in the expression; reduce it before broadcasting");
+  }
+  if (has_reducers_ && mask != reduce_mask_)
+    throw axis_error(std::string("ct::") + name + ": all reducers of one expression must reduce the same axes, got " +
+                     mask_text(reduce_mask_, r) + " and " + mask_text(mask, r) + " of shape " + full_shape_.str());
+  has_reducers_ = true;
+  reduce_mask_ = mask;
+  instruction in{opcode::reduce, type, static_cast<std::uint8_t>(op)};
+  in.args[0] = arg;
+  return emit(in);
+}
+
+}  // namespace ct::detail
