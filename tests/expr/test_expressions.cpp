@@ -1,0 +1,139 @@
+// Elementwise expressions: every operation against a double reference, broadcasting, scalars,
+// strided and foreign operands and destinations, and the errors raised before any work.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "ct/ct.hpp"
+#include "support/reference.hpp"
+
+using ct::dims;
+using ct::index_t;
+
+namespace {
+
+// Checks a unary function against a double reference on values in [lo, hi].
+template <class T, class Expr, class Ref>
+void check_unary(Expr expr, Ref ref, T lo, T hi, double tol, const char* name) {
+  auto x = ct::random_uniform<T>({3, 37}, 11, lo, hi);
+  for (ct::backend b : {ct::backend::scalar, ct::backend::simd}) {
+    ct::backend_scope scope(b);
+    auto y = ct::eval(expr(x));
+    auto xv = ct_test::values(x), yv = ct_test::values(y);
+    std::vector<double> want;
+    for (double v : xv) want.push_back(ref(v));
+    INFO(name << " backend " << (b == ct::backend::scalar ? "scalar" : "simd"));
+    CHECK(ct_test::max_rel_error(yv, want, 1e-6) <= tol);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("expr: nothing is computed until eval", "[expr]") {
+  auto x = ct::from_list<float>({1, 2, 3});
+  auto e = x * 2.0f + 1.0f;
+  x(0) = 10.0f;  // the expression holds x by handle: it sees the change
+  auto y = ct::eval(e);
+  CHECK(y(0) == 21.0f);
+  CHECK(y(2) == 7.0f);
+  ct::tensor<float> z = e;  // conversion evaluates too
+  CHECK(z(1) == 5.0f);
+}
+
+TEST_CASE("expr: arithmetic with broadcasting and scalars", "[expr]") {
+  auto a = ct::random_uniform<double>({4, 1, 5}, 1, -2, 2);
+  auto b = ct::random_uniform<double>({3, 1}, 2, 0.5, 2);
+  auto y = ct::eval((a + b) * a - b / 2.0 + (-a));
+  REQUIRE(y.shape() == dims{4, 3, 5});
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 3; ++j)
+      for (index_t k = 0; k < 5; ++k) {
+        double av = a(i, 0, k), bv = b(j, 0);
+        CHECK(y(i, j, k) == Approx((av + bv) * av - bv / 2.0 - av).epsilon(1e-12));
+      }
+  auto i32 = ct::from_list<int>({7, -7, 9});
+  auto q = ct::eval(i32 / 2 + i32 * 3 - 1);
+  CHECK(ct::equal(q, ct::from_list<int>({7 / 2 + 21 - 1, -7 / 2 - 21 - 1, 4 + 27 - 1})));
+  CHECK_THROWS_AS(ct::eval(i32 / 0), ct::error);  // integer division by zero is an error, not UB
+}
+
+TEST_CASE("expr: unary functions match double references", "[expr]") {
+  const double ft = 4e-6, dt = 1e-13;
+  check_unary<float>([](auto& x) { return ct::exp(x); }, [](double v) { return std::exp(v); }, -80.0f, 80.0f, ft, "exp");
+  check_unary<float>([](auto& x) { return ct::expm1(x); }, [](double v) { return std::expm1(v); }, -3.0f, 3.0f, ft, "expm1");
+  check_unary<float>([](auto& x) { return ct::log(x); }, [](double v) { return std::log(v); }, 1e-3f, 1e3f, ft, "log");
+  check_unary<float>([](auto& x) { return ct::log1p(x); }, [](double v) { return std::log1p(v); }, -0.5f, 10.0f, ft, "log1p");
+  check_unary<float>([](auto& x) { return ct::sin(x); }, [](double v) { return std::sin(v); }, -6.0f, 6.0f, 2e-5, "sin");
+  check_unary<float>([](auto& x) { return ct::cos(x); }, [](double v) { return std::cos(v); }, -6.0f, 6.0f, 2e-5, "cos");
+  check_unary<float>([](auto& x) { return ct::tanh(x); }, [](double v) { return std::tanh(v); }, -9.0f, 9.0f, ft, "tanh");
+  check_unary<float>([](auto& x) { return ct::sigmoid(x); }, [](double v) { return 1 / (1 + std::exp(-v)); }, -20.0f, 20.0f, ft, "sigmoid");
+  check_unary<float>([](auto& x) { return ct::sqrt(x); }, [](double v) { return std::sqrt(v); }, 0.0f, 100.0f, ft, "sqrt");
+  check_unary<float>([](auto& x) { return ct::rsqrt(x); }, [](double v) { return 1 / std::sqrt(v); }, 0.01f, 100.0f, ft, "rsqrt");
+  check_unary<float>([](auto& x) { return ct::relu(x); }, [](double v) { return v > 0 ? v : 0.0; }, -3.0f, 3.0f, 0, "relu");
+  check_unary<float>([](auto& x) { return ct::silu(x); }, [](double v) { return v / (1 + std::exp(-v)); }, -8.0f, 8.0f, ft, "silu");
+  check_unary<float>(
+      [](auto& x) { return ct::gelu(x); },
+      [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }, -6.0f, 6.0f,
+      ft, "gelu");
+  check_unary<float>([](auto& x) { return ct::abs(x) + ct::square(x); }, [](double v) { return std::fabs(v) + v * v; },
+                     -3.0f, 3.0f, 1e-7, "abs+square");
+  check_unary<double>([](auto& x) { return ct::exp(x); }, [](double v) { return std::exp(v); }, -700.0, 700.0, dt, "exp");
+  check_unary<double>([](auto& x) { return ct::log(x); }, [](double v) { return std::log(v); }, 1e-9, 1e9, dt, "log");
+  check_unary<double>([](auto& x) { return ct::tanh(x); }, [](double v) { return std::tanh(v); }, -5.0, 5.0, dt, "tanh");
+  check_unary<double>([](auto& x) { return ct::pow(x, 1.5); }, [](double v) { return std::pow(v, 1.5); }, 0.0, 10.0, dt, "pow");
+}
+
+TEST_CASE("expr: comparisons, logic, where, clamp, cast", "[expr]") {
+  auto x = ct::from_list<float>({-2.0f, -0.5f, 0.0f, 0.5f, 2.0f});
+  auto pos = ct::eval(x > 0.0f);
+  CHECK(ct::equal(pos, ct::from_list<bool>({false, false, false, true, true})));
+  CHECK(ct::equal(ct::eval(x == 0.0f || x <= -2.0f), ct::from_list<bool>({true, false, true, false, false})));
+  CHECK(ct::equal(ct::eval(!(x != 0.5f) && x >= 0.0f), ct::from_list<bool>({false, false, false, true, false})));
+  CHECK(ct::equal(ct::eval(ct::where(x < 0.0f, -x, x * 10.0f)), ct::from_list<float>({2.0f, 0.5f, 0.0f, 5.0f, 20.0f})));
+  CHECK(ct::equal(ct::eval(ct::clamp(x, -1.0f, 1.0f)), ct::from_list<float>({-1.0f, -0.5f, 0.0f, 0.5f, 1.0f})));
+  CHECK(ct::equal(ct::eval(ct::maximum(x, 0.0f) + ct::minimum(x, 0.0f)), x));
+  auto f = ct::from_list<double>({-2.7, 2.7, 1e30, std::nan("")});
+  CHECK(ct::equal(ct::eval(ct::cast<int>(f)), ct::from_list<int>({-2, 2, 2147483647, 0})));
+  CHECK(ct::equal(ct::eval(ct::cast<bool>(ct::cast<int>(f))), ct::from_list<bool>({true, true, true, false})));
+  CHECK(ct::equal(ct::eval(ct::cast<float>(ct::from_list<int>({3, -4}))), ct::from_list<float>({3.0f, -4.0f})));
+  auto nan = ct::from_list<float>({std::nanf(""), 1.0f});
+  auto m = ct::eval(ct::maximum(nan, 0.0f));
+  CHECK(std::isnan(m(0)));  // NaN propagates through maximum
+}
+
+TEST_CASE("expr: map runs user functors with broadcasting", "[expr]") {
+  auto a = ct::from_list<float>({{1, 2, 3}, {4, 5, 6}});
+  auto b = ct::from_list<int>({10, 20, 30});
+  auto y = ct::eval(ct::map([](float u, int v) { return static_cast<double>(u) * v + 0.5; }, a, b));
+  STATIC_REQUIRE(std::is_same_v<decltype(y), ct::tensor<double>>);
+  CHECK(y(1, 2) == 180.5);
+  CHECK(y(0, 0) == 10.5);
+}
+
+TEST_CASE("expr: strided, transposed, broadcast and foreign operands and destinations", "[expr]") {
+  auto m = ct::random_uniform<float>({6, 8}, 3, -1, 1);
+  auto t = m.transpose();                     // [8, 6], non-contiguous
+  auto s = m.slice({{1, {}, 2}, {{}, {}, -3}});  // [3, 3], negative step
+  std::vector<float> mem(8 * 6 * 2, -7.0f);
+  auto dest = ct::wrap(mem.data(), {8, 6}, {12, 2});  // foreign, every other float
+  ct::eval(t * 2.0f + ct::from_list<float>({1, 2, 3, 4, 5, 6}), dest);
+  for (index_t i = 0; i < 8; ++i)
+    for (index_t j = 0; j < 6; ++j) CHECK(dest(i, j) == m(j, i) * 2.0f + static_cast<float>(j + 1));
+  CHECK(mem[1] == -7.0f);  // the gaps are untouched
+  auto y = ct::eval(s - s.transpose());
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 3; ++j) CHECK(y(i, j) == s(i, j) - s(j, i));
+}
+
+TEST_CASE("expr: invalid input raises before anything is written", "[expr]") {
+  auto a = ct::zeros<float>(dims{3, 4});
+  auto b = ct::zeros<float>(dims{5});
+  CHECK_THROWS_WITH(a + b, Catch::Contains("[3, 4]") && Catch::Contains("[5]"));
+  CHECK_THROWS_AS(a + b, ct::shape_error);
+  auto dest = ct::full<float>(dims{4, 3}, 9.0f);
+  CHECK_THROWS_WITH(ct::eval(a + 1.0f, dest), Catch::Contains("[4, 3]") && Catch::Contains("[3, 4]"));
+  auto wrong = ct::full<double>(dims{3, 4}, 9.0);
+  CHECK_THROWS_AS(ct::eval(a + 1.0f, wrong), ct::dtype_error);
+  CHECK(ct::equal(wrong, ct::full<double>(dims{3, 4}, 9.0)));
+  auto bcast = ct::zeros<float>(dims{4}).broadcast_to({3, 4});
+  CHECK_THROWS_WITH(ct::eval(a + 1.0f, bcast), Catch::Contains("broadcast view"));
+}

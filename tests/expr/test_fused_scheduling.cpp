@@ -1,0 +1,181 @@
+// CONTRACT.md §3–§5 for reductions and fused expressions: groups, validation before
+// scheduling, bitwise determinism under every executor, failure atomicity, aliasing.
+#include <boost/asio/thread_pool.hpp>
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <stdexcept>
+
+#include "ct/asio.hpp"
+#include "ct/ct.hpp"
+#include "support/executors.hpp"
+#include "support/reference.hpp"
+
+using ct::dims;
+using ct::index_t;
+
+namespace {
+
+// Every executor the determinism promise covers. The Asio pool outlives the returned list.
+struct executor_zoo {
+  boost::asio::thread_pool pool{3};
+  std::vector<std::pair<std::string, ct::executor>> all() {
+    return {{"none", ct::executor{}},
+            {"serial 64", ct_test::serial_64_executor()},
+            {"three-worker pool", ct_test::three_worker_executor()},
+            {"asio 1", ct::asio_executor(pool, 1)},
+            {"asio 2", ct::asio_executor(pool, 2)},
+            {"asio 7", ct::asio_executor(pool, 7)},
+            {"random partition a", ct_test::random_partition_executor(1)},
+            {"random partition b", ct_test::random_partition_executor(2)}};
+  }
+  ~executor_zoo() { pool.join(); }
+};
+
+template <class T, class Make>
+void expect_same_under_every_executor(Make make, const char* what) {
+  executor_zoo zoo;
+  for (ct::backend b : {ct::backend::scalar, ct::backend::simd})
+    for (ct::fma_policy f : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+      ct::settings_scope s({b, f});
+      auto reference = ct::eval(make());
+      for (auto& [name, exec] : zoo.all()) {
+        ct::executor_scope scope(exec);
+        auto got = ct::eval(make());
+        INFO(what << " under " << name);
+        CHECK(ct_test::bitwise_equal(got, reference));
+      }
+    }
+}
+
+struct counting_executor {
+  std::atomic<int> calls{0};
+  ct::executor get() {
+    return [this](index_t n, ct::range_callback cb) {
+      ++calls;
+      cb(0, n);
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("contract §4: one group per retained coordinate; elementwise and whole reductions are serial",
+          "[scheduling][fused]") {
+  auto x = ct::random_uniform<float>({10, 3, 7}, 1);
+  std::atomic<index_t> seen_count{-1};
+  ct::executor_scope scope([&](index_t n, ct::range_callback cb) {
+    seen_count = n;
+    cb(0, n);
+  });
+  ct::eval(ct::sum(x, -1));
+  CHECK(seen_count == 30);
+  ct::eval(ct::softmax(x, 0));
+  CHECK(seen_count == 21);
+  ct::eval(ct::mean(x, {0, 2}));
+  CHECK(seen_count == 3);
+  seen_count = -1;
+  ct::eval(ct::sum(x));           // whole tensor: one group
+  ct::eval(ct::exp(x) + 1.0f);    // elementwise only
+  ct::eval(ct::sum(x.slice(0, 0, 1).slice(1, 0, 1), -1));  // one retained coordinate
+  CHECK(seen_count == -1);
+}
+
+TEST_CASE("contract §3: validation failures never call the executor and write nothing", "[scheduling][fused]") {
+  counting_executor counter;
+  ct::executor_scope scope(counter.get());
+  auto x = ct::random_uniform<float>({4, 5}, 2);
+  auto dest = ct::full<float>(dims{4}, 3.0f);
+  auto before = dest.clone();
+  CHECK_THROWS_AS(ct::eval(ct::sum(x, -1), ct::full<float>(dims{5}, 0.0f)), ct::shape_error);
+  CHECK_THROWS_AS(ct::eval(ct::sum(x, 0) + ct::sum(x, 1), ct::zeros<float>(dims{4, 5})), ct::axis_error);
+  CHECK_THROWS_AS(ct::eval(ct::argmax(x, -1), dest), ct::dtype_error);
+  CHECK_THROWS_AS(ct::eval(ct::max(ct::zeros<float>(dims{4, 0}), -1), dest), ct::empty_reduction_error);
+  CHECK(counter.calls == 0);
+  CHECK(ct_test::bitwise_equal(dest, before));
+}
+
+TEST_CASE("contract §4: reductions are bitwise identical under every executor", "[scheduling][fused]") {
+  // Shapes that are not multiples of the tile (1024) or any vector width.
+  auto x = ct::random_uniform<float>({37, 1037}, 21, -3.0f, 3.0f);
+  auto d = ct::random_uniform<double>({19, 2051}, 22, -3.0, 3.0);
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::sum(x, -1)); }, "sum f32");
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::sum(x, 0)); }, "sum axis 0");
+  expect_same_under_every_executor<double>([&] { return ct::eval(ct::sum(d, -1)); }, "sum f64");
+  expect_same_under_every_executor<double>([&] { return ct::eval(ct::prod(ct::exp(d / 2051.0), -1)); }, "prod");
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::mean(x, 1)); }, "mean");
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::max(x, -1)); }, "max");
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::min(x, -1)); }, "min");
+  expect_same_under_every_executor<std::int64_t>([&] { return ct::eval(ct::argmax(x, -1)); }, "argmax");
+  expect_same_under_every_executor<std::int64_t>([&] { return ct::eval(ct::argmin(d, -1)); }, "argmin");
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::logsumexp(x, -1)); }, "logsumexp");
+  expect_same_under_every_executor<bool>([&] { return ct::eval(ct::any(x > 2.99f, -1)); }, "any");
+  expect_same_under_every_executor<bool>([&] { return ct::eval(ct::all(x > -2.99f, -1)); }, "all");
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::softmax(x, -1)); }, "softmax");
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::softmax(x, 0)); }, "softmax axis 0");
+  expect_same_under_every_executor<double>([&] { return ct::eval(ct::layer_norm(d, -1, 1e-5)); }, "layer_norm");
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::rms_norm(x, -1, 1e-6f)); }, "rms_norm");
+}
+
+TEST_CASE("contract §5: a throwing functor leaves the destination unchanged", "[scheduling][fused]") {
+  auto x = ct::random_uniform<float>({50, 33}, 4);
+  executor_zoo zoo;
+  for (index_t bad_row : {index_t{0}, index_t{25}, index_t{49}}) {
+    for (auto& [name, exec] : zoo.all()) {
+      auto dest = ct::full<float>(dims{50, 33}, -1.0f);
+      auto before = dest.clone();
+      auto thrower = [bad_row](float v, float row) {
+        if (static_cast<index_t>(row) == bad_row) throw std::domain_error("bad row");
+        return v;
+      };
+      auto rows = ct::cast<float>(ct::arange<int>(50).reshape({50, 1}));
+      ct::executor_scope scope(exec);
+      INFO("row " << bad_row << " under " << name);
+      CHECK_THROWS_AS(ct::eval(ct::softmax(ct::map(thrower, x, rows), -1), dest), std::domain_error);
+      CHECK(ct_test::bitwise_equal(dest, before));
+    }
+  }
+}
+
+TEST_CASE("contract §5: failing scratch allocation leaves the destination unchanged", "[scheduling][fused]") {
+  auto x = ct::random_uniform<float>({64, 100}, 5);
+  auto dest = ct::full<float>(dims{64, 100}, 2.0f);
+  auto before = dest.clone();
+  counting_executor counter;
+  ct::executor_scope scope(counter.get());
+  for (int k = 1; k <= 2; ++k) {  // the first, then the second allocation fails
+    ct::detail::fail_next_scratch_allocations(k);
+    if (k == 2) {
+      // The staged path allocates twice (staging buffer, scratch); a functor forces it.
+      CHECK_THROWS_AS(ct::eval(ct::softmax(ct::map([](float v) { return v; }, x), -1), dest), std::bad_alloc);
+    } else {
+      CHECK_THROWS_AS(ct::eval(ct::softmax(x, -1), dest), std::bad_alloc);
+    }
+    ct::detail::fail_next_scratch_allocations(0);
+    CHECK(ct_test::bitwise_equal(dest, before));
+  }
+  CHECK(counter.calls == 0);  // scratch is allocated before scheduling
+  ct::eval(ct::softmax(x, -1), dest);  // and the next call works
+  CHECK(counter.calls == 1);
+}
+
+TEST_CASE("contract §5: in-place and overlapping destinations give the right answer", "[scheduling][fused]") {
+  executor_zoo zoo;
+  for (auto& [name, exec] : zoo.all()) {
+    ct::executor_scope scope(exec);
+    INFO(name);
+    auto x = ct::random_uniform<float>({20, 300}, 6, -5.0f, 5.0f);
+    auto want = ct::eval(ct::softmax(x, -1));
+    ct::eval(ct::softmax(x, -1), x);  // same layout: in place
+    CHECK(ct_test::bitwise_equal(x, want));
+
+    auto sq = ct::random_uniform<double>({40, 40}, 7);
+    auto want_t = ct::eval(sq.transpose() - ct::mean(sq.transpose(), -1));
+    ct::eval(sq.transpose() - ct::mean(sq.transpose(), -1), sq);  // overlaps in another layout
+    CHECK(ct_test::bitwise_equal(sq, want_t));
+
+    auto v = ct::arange<double>(100.0);
+    auto want_shift = ct::eval(v.slice(0, 0, 99) * 2.0);
+    ct::eval(v.slice(0, 0, 99) * 2.0, v.slice(0, 1, 100));  // shifted overlap, elementwise
+    CHECK(ct_test::bitwise_equal(v.slice(0, 1, 100), want_shift));
+  }
+}

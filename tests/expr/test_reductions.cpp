@@ -1,0 +1,212 @@
+// Reductions and fused expressions with reducers, against naive double-precision loops.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "ct/ct.hpp"
+#include "support/reference.hpp"
+
+using ct::dims;
+using ct::index_t;
+
+namespace {
+double ref_sum(const double* v, index_t n) {
+  double s = 0;
+  for (index_t i = 0; i < n; ++i) s += v[i];
+  return s;
+}
+double ref_max(const double* v, index_t n) {
+  double m = v[0];
+  for (index_t i = 1; i < n; ++i) m = std::max(m, v[i]);
+  return m;
+}
+}  // namespace
+
+TEST_CASE("reduce: sum, prod, mean, max, min over the last axis", "[reduce]") {
+  for (index_t cols : {index_t{1}, index_t{7}, index_t{33}, index_t{1025}, index_t{3000}}) {
+    auto x = ct::random_uniform<float>({5, cols}, static_cast<std::uint64_t>(cols), 0.5f, 1.5f);
+    auto v = ct_test::values(x);
+    INFO("cols " << cols);
+    CHECK(ct_test::max_rel_error(ct_test::values(ct::eval(ct::sum(x, -1))), ct_test::per_row(v, cols, ref_sum)) < 1e-6);
+    CHECK(ct_test::max_rel_error(ct_test::values(ct::eval(ct::mean(x, 1))),
+                                 ct_test::per_row(v, cols, [](const double* r, index_t n) { return ref_sum(r, n) / static_cast<double>(n); })) < 1e-6);
+    CHECK(ct_test::values(ct::eval(ct::max(x, -1))) == ct_test::per_row(v, cols, ref_max));
+    CHECK(ct_test::values(ct::eval(ct::min(x, -1))) ==
+          ct_test::per_row(v, cols, [](const double* r, index_t n) { return *std::min_element(r, r + n); }));
+    auto small = ct::random_uniform<double>({3, std::min<index_t>(cols, 40)}, 9, 0.9, 1.1);
+    auto sv = ct_test::values(small);
+    CHECK(ct_test::max_rel_error(ct_test::values(ct::eval(ct::prod(small, -1))),
+                                 ct_test::per_row(sv, small.shape(1), [](const double* r, index_t n) {
+                                   double p = 1;
+                                   for (index_t i = 0; i < n; ++i) p *= r[i];
+                                   return p;
+                                 })) < 1e-14);
+  }
+}
+
+TEST_CASE("reduce: axes, several axes, whole tensor, keepdims, negative axes", "[reduce]") {
+  auto x = ct::random_uniform<double>({3, 4, 5}, 5, -1, 1);
+  auto s0 = ct::eval(ct::sum(x, 0));
+  auto s02 = ct::eval(ct::sum(x, {0, -1}));
+  auto s1k = ct::eval(ct::sum(x, 1, true));
+  auto all = ct::eval(ct::sum(x));
+  REQUIRE(s0.shape() == dims{4, 5});
+  REQUIRE(s02.shape() == dims{4});
+  REQUIRE(s1k.shape() == dims{3, 1, 5});
+  REQUIRE(all.shape() == dims{});
+  double total = 0;
+  for (index_t j = 0; j < 4; ++j) {
+    double acc02 = 0;
+    for (index_t k = 0; k < 5; ++k) {
+      double acc0 = 0;
+      for (index_t i = 0; i < 3; ++i) acc0 += x(i, j, k);
+      CHECK(s0(j, k) == Approx(acc0).epsilon(1e-13));
+      acc02 += acc0;
+    }
+    CHECK(s02(j) == Approx(acc02).epsilon(1e-13));
+    total += acc02;
+  }
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t k = 0; k < 5; ++k) {
+      double acc = 0;
+      for (index_t j = 0; j < 4; ++j) acc += x(i, j, k);
+      CHECK(s1k(i, 0, k) == Approx(acc).epsilon(1e-13));
+    }
+  CHECK(all.item() == Approx(total).epsilon(1e-13));
+  CHECK_THROWS_AS(ct::sum(x, 3), ct::axis_error);
+  CHECK_THROWS_AS(ct::sum(x, {1, -2}), ct::axis_error);  // repeated axis
+  CHECK(ct::eval(ct::sum(ct::from_list<int>({{1, 2}, {3, 4}}), 0))(1) == 6);
+  CHECK(ct::eval(ct::sum(ct::from_list<bool>({true, false, true}))).item() == 2);
+}
+
+TEST_CASE("reduce: argmax/argmin take the first index on ties and the first NaN", "[reduce]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto x = ct::from_list<float>({{1, 3, 3, 2}, {5, 5, 5, 5}, {0, nan, 7, nan}, {-1, -4, -4, 9}});
+  CHECK(ct::equal(ct::eval(ct::argmax(x, 1)), ct::from_list<std::int64_t>({1, 0, 1, 3})));
+  CHECK(ct::equal(ct::eval(ct::argmin(x, 1)), ct::from_list<std::int64_t>({0, 0, 1, 1})));
+  auto mx = ct::eval(ct::max(x, -1));
+  CHECK(std::isnan(mx(2)));  // NaN propagates through max and min
+  CHECK(std::isnan(ct::eval(ct::min(x, -1))(2)));
+  CHECK(ct::eval(ct::argmax(x)).item() == 9);  // whole tensor: flat index of the first NaN (row 2, column 1)
+  auto i = ct::from_list<int>({{3, 9, 9}, {-2, -2, -5}});
+  CHECK(ct::equal(ct::eval(ct::argmax(i, -1)), ct::from_list<std::int64_t>({1, 0})));
+  CHECK(ct::equal(ct::eval(ct::argmin(i, 0)), ct::from_list<std::int64_t>({1, 1, 1})));
+  // Long rows: the tie rule holds across tiles.
+  auto big = ct::zeros<double>(dims{2, 5000});
+  big(0, 4000) = 1.0;
+  big(0, 4999) = 1.0;
+  big(1, 1) = -1.0;
+  big(1, 2048) = -1.0;
+  CHECK(ct::equal(ct::eval(ct::argmax(big, 1)), ct::from_list<std::int64_t>({4000, 0})));
+  CHECK(ct::equal(ct::eval(ct::argmin(big, 1)), ct::from_list<std::int64_t>({0, 1})));
+}
+
+TEST_CASE("reduce: all and any", "[reduce]") {
+  auto x = ct::from_list<float>({{1, 2, 3}, {-1, 2, 3}, {-1, -2, -3}});
+  CHECK(ct::equal(ct::eval(ct::all(x > 0.0f, 1)), ct::from_list<bool>({true, false, false})));
+  CHECK(ct::equal(ct::eval(ct::any(x > 0.0f, 1)), ct::from_list<bool>({true, true, false})));
+  CHECK_FALSE(ct::eval(ct::all(x > 0.0f)).item());
+  CHECK(ct::eval(ct::any(x > 2.5f)).item());
+}
+
+TEST_CASE("reduce: empty axes give identities or a clear error", "[reduce]") {
+  auto e = ct::zeros<float>(dims{3, 0});
+  CHECK(ct::equal(ct::eval(ct::sum(e, 1)), ct::zeros<float>(dims{3})));
+  CHECK(ct::equal(ct::eval(ct::prod(e, 1)), ct::ones<float>(dims{3})));
+  CHECK(ct::equal(ct::eval(ct::all(e > 0.0f, 1)), ct::full<bool>(dims{3}, true)));
+  CHECK(ct::equal(ct::eval(ct::any(e > 0.0f, 1)), ct::full<bool>(dims{3}, false)));
+  auto m = ct::eval(ct::mean(e, 1));
+  CHECK(std::isnan(m(0)));  // mean of nothing is 0/0
+  CHECK_THROWS_AS(ct::eval(ct::max(e, 1)), ct::empty_reduction_error);
+  CHECK_THROWS_WITH(ct::eval(ct::argmin(e, 1)), Catch::Contains("empty") && Catch::Contains("[3, 0]"));
+  CHECK(ct::eval(ct::sum(e, 0)).shape() == dims{0});  // zero groups: nothing to do
+}
+
+TEST_CASE("fused: softmax, log_softmax, logsumexp, layer_norm, rms_norm match references", "[reduce][fused]") {
+  for (index_t cols : {index_t{1}, index_t{5}, index_t{100}, index_t{1030}}) {
+    auto x = ct::random_uniform<float>({7, cols}, 3, -80.0f, 80.0f);  // large magnitudes
+    auto v = ct_test::values(x);
+    auto sm = ct_test::values(ct::eval(ct::softmax(x, -1)));
+    auto lsm = ct_test::values(ct::eval(ct::log_softmax(x, -1)));
+    auto lse = ct_test::values(ct::eval(ct::logsumexp(x, -1)));
+    for (index_t r = 0; r < 7; ++r) {
+      const double* row = v.data() + r * cols;
+      double m = ref_max(row, cols), s = 0;
+      for (index_t i = 0; i < cols; ++i) s += std::exp(row[i] - m);
+      double rowsum = 0;
+      for (index_t i = 0; i < cols; ++i) {
+        double p = std::exp(row[i] - m) / s;
+        rowsum += sm[static_cast<std::size_t>(r * cols + i)];
+        // Bound (docs/expressions.md): x - max rounds in float by up to |x - max| * 2^-24,
+        // which exp turns into that much relative error, plus a few ulp of exp and division.
+        double rel = std::fabs(row[i] - m) * std::ldexp(1.0, -24) + 8 * std::ldexp(1.0, -24);
+        CHECK(std::fabs(sm[static_cast<std::size_t>(r * cols + i)] - p) <= rel * p + 1e-44);
+        CHECK(std::fabs(lsm[static_cast<std::size_t>(r * cols + i)] - (row[i] - m - std::log(s))) <= 2e-5 * (1 + std::fabs(row[i] - m - std::log(s))));
+      }
+      CHECK(std::fabs(rowsum - 1.0) <= 1e-6);
+      CHECK(std::fabs(lse[static_cast<std::size_t>(r)] - (m + std::log(s))) <= 1e-6 * std::fabs(m + std::log(s)) + 1e-6);
+    }
+    auto w = ct::random_uniform<float>({cols}, 4, 0.5f, 1.5f), b = ct::random_uniform<float>({cols}, 5, -1.0f, 1.0f);
+    auto xs = ct::eval(x / 40.0f);  // values ~±2
+    auto ln = ct_test::values(ct::eval(ct::layer_norm(xs, -1, 1e-5f, w, b)));
+    auto rms = ct_test::values(ct::eval(ct::rms_norm(xs, -1, 1e-5f, w)));
+    auto xv = ct_test::values(xs);
+    for (index_t r = 0; r < 7; ++r) {
+      const double* row = xv.data() + r * cols;
+      double mu = ref_sum(row, cols) / static_cast<double>(cols), var = 0, sq = 0;
+      for (index_t i = 0; i < cols; ++i) {
+        var += (row[i] - mu) * (row[i] - mu) / static_cast<double>(cols);
+        sq += row[i] * row[i] / static_cast<double>(cols);
+      }
+      for (index_t i = 0; i < cols; ++i) {
+        double want = (row[i] - mu) / std::sqrt(var + 1e-5) * w(i) + b(i);
+        CHECK(std::fabs(ln[static_cast<std::size_t>(r * cols + i)] - want) <= 1e-4);
+        CHECK(std::fabs(rms[static_cast<std::size_t>(r * cols + i)] - row[i] / std::sqrt(sq + 1e-5) * w(i)) <= 1e-5);
+      }
+    }
+  }
+  auto inf = std::numeric_limits<double>::infinity();
+  auto edge = ct::from_list<double>({{-inf, -inf}, {inf, 1.0}});
+  auto l = ct::eval(ct::logsumexp(edge, -1));
+  CHECK(l(0) == -inf);
+  CHECK(l(1) == inf);
+}
+
+TEST_CASE("fused: a reducer inside an expression broadcasts back (keep-dims)", "[reduce][fused]") {
+  auto x = ct::random_uniform<double>({4, 6}, 8, -1, 1);
+  auto centered = ct::eval(x - ct::mean(x, -1));
+  for (index_t r = 0; r < 4; ++r) {
+    double s = 0;
+    for (index_t c = 0; c < 6; ++c) s += centered(r, c);
+    CHECK(std::fabs(s) < 1e-14);
+  }
+  // Reducers of different axes cannot share one expression.
+  CHECK_THROWS_AS(ct::eval(ct::sum(x, 0) + ct::sum(x, 1)), ct::axis_error);
+  // A scalar-valued expression of reducers has the reduced shape.
+  auto r = ct::eval(ct::max(x, -1) - ct::min(x, -1));
+  CHECK(r.shape() == dims{4, 1});
+  for (index_t i = 0; i < 4; ++i) {
+    double hi = -1e9, lo = 1e9;
+    for (index_t c = 0; c < 6; ++c) hi = std::max(hi, x(i, c)), lo = std::min(lo, x(i, c));
+    CHECK(r(i, 0) == hi - lo);
+  }
+}
+
+TEST_CASE("accuracy: float sums of 1e6-element rows stay within the documented bound", "[reduce][accuracy]") {
+  // Documented bound (docs/expressions.md): lane-wise double accumulation, 32 lanes, so
+  // |sum - exact| <= (n/32 + 5) * 2^-53 * sum|x| before the final rounding to float (2^-24).
+  const index_t n = 1000000;
+  auto x = ct::random_uniform<float>({2, n}, 77, -1.0f, 100.0f);
+  auto s = ct::eval(ct::sum(x, -1));
+  auto v = ct_test::values(x);
+  for (index_t r = 0; r < 2; ++r) {
+    long double exact = 0, mag = 0;
+    for (index_t i = 0; i < n; ++i) {
+      exact += v[static_cast<std::size_t>(r * n + i)];
+      mag += std::fabs(v[static_cast<std::size_t>(r * n + i)]);
+    }
+    double bound = (static_cast<double>(n) / 32 + 5) * std::ldexp(1.0, -53) * static_cast<double>(mag) +
+                   std::ldexp(1.0, -24) * std::fabs(static_cast<double>(exact));
+    CHECK(std::fabs(static_cast<double>(s(r)) - static_cast<double>(exact)) <= bound);
+  }
+}
