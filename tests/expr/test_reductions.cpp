@@ -210,3 +210,45 @@ TEST_CASE("accuracy: float sums of 1e6-element rows stay within the documented b
     CHECK(std::fabs(static_cast<double>(s(r)) - static_cast<double>(exact)) <= bound);
   }
 }
+
+TEST_CASE("reduce: reductions over a strided outer axis (column walk) match references", "[reduce][fused]") {
+  // Reducing axis 0 of a row-major matrix walks the retained axis contiguously.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto x = ct::random_uniform<float>({300, 1500}, 12, -4.0f, 4.0f);
+  x(7, 3) = nan;
+  x(9, 3) = 100.0f;
+  x(5, 4) = 100.0f;
+  x(6, 4) = 100.0f;
+  auto w = ct::random_uniform<float>({1500}, 13, 0.5f, 2.0f);
+  auto sm = ct::eval(ct::softmax(x * w, 0));
+  auto am = ct::eval(ct::argmax(x, 0));
+  auto mn = ct::eval(ct::min(x, 0, true));
+  auto sum = ct::eval(ct::sum(x, 0));
+  for (index_t c = 0; c < 1500; ++c) {
+    double m = -1e30, s = 0, lo = 1e30, total = 0;
+    index_t arg = 0;
+    bool has_nan = false;
+    for (index_t r = 0; r < 300; ++r) {
+      double v = x(r, c);
+      if (std::isnan(v)) { if (!has_nan) arg = r; has_nan = true; continue; }
+      if (!has_nan && v > m) { m = v; arg = r; }
+      lo = std::min(lo, v);
+      total += v;
+    }
+    CHECK(am(c) == arg);
+    if (has_nan) {
+      CHECK(std::isnan(mn(0, c)));
+      continue;
+    }
+    CHECK(mn(0, c) == static_cast<float>(lo));
+    CHECK(std::fabs(sum(c) - total) <= 1e-6 * 300 * 4);
+    double mm = -1e30;
+    for (index_t r = 0; r < 300; ++r) mm = std::max(mm, static_cast<double>(x(r, c) * w(c)));
+    for (index_t r = 0; r < 300; ++r) s += std::exp(static_cast<double>(x(r, c) * w(c)) - mm);
+    for (index_t r = 0; r < 300; r += 37) {
+      double p = std::exp(static_cast<double>(x(r, c) * w(c)) - mm) / s;
+      CHECK(std::fabs(sm(r, c) - p) <= ((static_cast<double>(x(r, c) * w(c)) - mm) * -1 + 8) * std::ldexp(1.0, -24) * p + 1e-44);
+    }
+  }
+  CHECK(am(4) == 5);  // first index on ties
+}
