@@ -678,6 +678,8 @@ struct group_runner {
     });
   }
 
+  std::vector<index_t> walk_base, walk_idx, walk_saved;
+
   // Runs `body(n, pos, tile offsets)` over the merged reduced axes, tile by tile.
   template <class Body>
   void walk(Body&& body) {
@@ -686,8 +688,15 @@ struct group_runner {
     const index_t inner = w.back().extent;
     if (inner == 0) return;
     const int outer = static_cast<int>(w.size()) - 1;
-    std::vector<index_t> base = offsets, idx(static_cast<std::size_t>(std::max(outer, 0)), 0);
-    std::vector<index_t> saved = offsets;
+    if (outer == 0) {  // the common case: one merged reduced axis, no odometer
+      for (index_t start = 0; start < inner; start += pl.tile_) body(std::min(pl.tile_, inner - start), start, start);
+      return;
+    }
+    // Reused buffers: this runs once per group and pass, so it must not allocate.
+    std::vector<index_t>& base = walk_base, &idx = walk_idx, &saved = walk_saved;
+    base = offsets;
+    saved = offsets;
+    idx.assign(static_cast<std::size_t>(outer), 0);
     index_t pos = 0;
     for (;;) {
       offsets = base;
@@ -789,6 +798,7 @@ struct column_runner {
   unsigned char* invariant_area;
   column_state* states;
   index_t block = 0;  // groups in the current block
+  std::vector<index_t> walk_saved, walk_idx;  // reused by every block
 
   column_runner(const plan& pl_, unsigned char* s)
       : pl(pl_), scratch(s), p(pl_.p_), ptr(pl_.p_.code().size()), uni(pl_.scalar_.begin(), pl_.scalar_.end()),
@@ -954,7 +964,14 @@ struct column_runner {
       const index_t inner = w.back().extent;
       if (inner == 0) return;
       const int outer = static_cast<int>(w.size()) - 1;
-      std::vector<index_t> saved = offsets, idx(static_cast<std::size_t>(std::max(outer, 0)), 0);
+      if (outer == 0) {
+        for (index_t start = 0; start < inner; ++start) body(start, start);
+        return;
+      }
+      std::vector<index_t>& saved = walk_saved;
+      std::vector<index_t>& idx = walk_idx;
+      saved = offsets;
+      idx.assign(static_cast<std::size_t>(outer), 0);
       index_t pos = 0;
       for (;;) {
         for (index_t start = 0; start < inner; ++start) body(pos + start, start);
@@ -1011,33 +1028,65 @@ void plan::run(index_t start, index_t end, unsigned char* scratch) const {
 
 // Scratch blocks for concurrently running callbacks, all allocated by the caller before any
 // group runs, so that no allocation can fail once results are being written.
+// The calling thread keeps its scratch memory between calls (it is only ever grown), so a
+// steady stream of small evaluations does not allocate. A nested evaluation on the same
+// thread (from a ct::map functor) finds it busy and allocates its own.
+struct caller_arena {
+  struct aligned_delete {
+    void operator()(unsigned char* p) const { ::operator delete(p, std::align_val_t{64}); }
+  };
+  std::unique_ptr<unsigned char, aligned_delete> memory;
+  std::size_t bytes = 0;
+  bool busy = false;
+};
+thread_local caller_arena arena;
+
 class scratch_pool {
  public:
-  scratch_pool(std::size_t bytes_each, int blocks) : bytes_(bytes_each), blocks_(blocks) {
+  scratch_pool(std::size_t bytes_each, int blocks) : bytes_((bytes_each + 63) / 64 * 64), blocks_(blocks) {
     if (failing_allocations.load() > 0 && failing_allocations.fetch_sub(1) > 0) throw std::bad_alloc();
-    memory_.reset(static_cast<unsigned char*>(::operator new(bytes_ * static_cast<std::size_t>(blocks_), std::align_val_t{64})));
+    const std::size_t need = bytes_ * static_cast<std::size_t>(blocks_);
+    if (!arena.busy) {
+      if (arena.bytes < need) {
+        arena.memory.reset();
+        arena.bytes = 0;
+        arena.memory.reset(static_cast<unsigned char*>(::operator new(need, std::align_val_t{64})));
+        arena.bytes = need;
+      }
+      arena.busy = true;
+      borrowed_ = true;
+      base_ = arena.memory.get();
+    } else {
+      own_.reset(static_cast<unsigned char*>(::operator new(need, std::align_val_t{64})));
+      base_ = own_.get();
+    }
   }
+  ~scratch_pool() {
+    if (borrowed_) arena.busy = false;
+  }
+  scratch_pool(const scratch_pool&) = delete;
+  scratch_pool& operator=(const scratch_pool&) = delete;
+
   unsigned char* acquire() {
     for (;;) {
       std::uint64_t used = used_.load();
       for (int b = 0; b < blocks_; ++b)
         if (!(used & (1ull << b)) && used_.compare_exchange_strong(used, used | (1ull << b)))
-          return memory_.get() + bytes_ * static_cast<std::size_t>(b);
+          return base_ + bytes_ * static_cast<std::size_t>(b);
       std::this_thread::yield();  // more callbacks than blocks: one finishes soon
     }
   }
   void release(unsigned char* block) {
-    auto b = static_cast<int>((block - memory_.get()) / static_cast<std::ptrdiff_t>(bytes_));
+    auto b = static_cast<int>((block - base_) / static_cast<std::ptrdiff_t>(bytes_));
     used_.fetch_and(~(1ull << b));
   }
 
  private:
-  struct aligned_delete {
-    void operator()(unsigned char* p) const { ::operator delete(p, std::align_val_t{64}); }
-  };
   std::size_t bytes_;
   int blocks_;
-  std::unique_ptr<unsigned char, aligned_delete> memory_;
+  bool borrowed_ = false;
+  unsigned char* base_ = nullptr;
+  std::unique_ptr<unsigned char, caller_arena::aligned_delete> own_;
   std::atomic<std::uint64_t> used_{0};
 };
 

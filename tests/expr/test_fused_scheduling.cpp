@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <stdexcept>
+#include <thread>
 
 #include "ct/asio.hpp"
 #include "ct/ct.hpp"
@@ -123,14 +124,28 @@ TEST_CASE("contract §5: a throwing functor leaves the destination unchanged", "
     for (auto& [name, exec] : zoo.all()) {
       auto dest = ct::full<float>(dims{50, 33}, -1.0f);
       auto before = dest.clone();
-      auto thrower = [bad_row](float v, float row) {
-        if (static_cast<index_t>(row) == bad_row) throw std::domain_error("bad row");
+      // `inside` counts functor calls in flight: when the error reaches us, it must be 0.
+      std::atomic<int> inside{0};
+      auto thrower = [bad_row, &inside](float v, float row) {
+        ++inside;
+        if (static_cast<index_t>(row) == bad_row) {
+          --inside;
+          throw std::domain_error("bad row");
+        }
+        std::this_thread::yield();  // give other workers time to be mid-call
+        --inside;
         return v;
       };
       auto rows = ct::cast<float>(ct::arange<int>(50).reshape({50, 1}));
       ct::executor_scope scope(exec);
       INFO("row " << bad_row << " under " << name);
-      CHECK_THROWS_AS(ct::eval(ct::softmax(ct::map(thrower, x, rows), -1), dest), std::domain_error);
+      int in_flight_at_catch = -1;
+      try {
+        ct::eval(ct::softmax(ct::map(thrower, x, rows), -1), dest);
+      } catch (const std::domain_error&) {
+        in_flight_at_catch = inside.load();
+      }
+      CHECK(in_flight_at_catch == 0);
       CHECK(ct_test::bitwise_equal(dest, before));
     }
   }
