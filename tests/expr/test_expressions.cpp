@@ -137,3 +137,22 @@ TEST_CASE("expr: invalid input raises before anything is written", "[expr]") {
   auto bcast = ct::zeros<float>(dims{4}).broadcast_to({3, 4});
   CHECK_THROWS_WITH(ct::eval(a + 1.0f, bcast), Catch::Contains("broadcast view"));
 }
+
+TEST_CASE("expr: a*b+c follows the FMA policy", "[expr]") {
+  // a*b exactly is 1 + 2^-11 + 2^-24 (not a float); c = -(1 + 2^-11). Fused keeps the 2^-24,
+  // separate rounds the product to 1 + 2^-11 (ties to even) first and gets 0.
+  const float a0 = 1.0f + std::ldexp(1.0f, -12), b0 = 1.0f + std::ldexp(1.0f, -12);
+  auto a = ct::full<float>(dims{37}, a0), b = ct::full<float>(dims{37}, b0);
+  auto c = ct::full<float>(dims{37}, -(1.0f + std::ldexp(1.0f, -11)));
+  for (ct::backend be : {ct::backend::scalar, ct::backend::simd}) {
+    ct::settings_scope s({be, ct::fma_policy::fused});
+    auto fused = ct::eval(a * b + c);
+    CHECK(fused(36) == std::ldexp(1.0f, -24));
+    auto fused2 = ct::eval(c + a * b);  // either operand order
+    CHECK(fused2(0) == std::ldexp(1.0f, -24));
+    ct::fma_scope sep(ct::fma_policy::separate);
+    auto separate = ct::eval(a * b + c);
+    CHECK(separate(36) == 0.0f);
+    CHECK(ct::eval(ct::muladd(a, b, c))(5) == 0.0f);
+  }
+}

@@ -78,7 +78,8 @@ struct map_call {
 /// The lowered expression plus its iteration space. Built by the expression nodes.
 class program {
  public:
-  explicit program(const dims& full_shape) : full_shape_(full_shape) {}
+  /// fused_multiply_add: contract a*b+c into one muladd (the caller's FMA policy is fused).
+  program(const dims& full_shape, bool fused_multiply_add) : full_shape_(full_shape), fused_multiply_add_(fused_multiply_add) {}
 
   const dims& full_shape() const noexcept { return full_shape_; }
   /// Bit a set when axis a of the full shape is reduced by the expression's reducers.
@@ -101,6 +102,7 @@ class program {
 
  private:
   dims full_shape_;
+  bool fused_multiply_add_;
   std::uint32_t reduce_mask_ = 0;
   bool has_reducers_ = false;
   std::vector<instruction> code_;

@@ -31,7 +31,7 @@ void eval(const E& e, const tensor<T>& dest) {
       if (dest.strides()[a] == 0 && dest.shape()[a] > 1)
         throw shape_error("ct::eval: destination of shape " + dest.shape().str() + " and strides " + dest.strides().str() +
                           " is a broadcast view (several elements share memory)");
-    detail::program p(node.full_shape());
+    detail::program p(node.full_shape(), current_fma() == fma_policy::fused);
     const int root = node.lower(p);
     // Destination strides over the full shape: 0 along reduced axes when they were dropped
     // or kept as 1, and along extent-1 axes.
