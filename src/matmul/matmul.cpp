@@ -1,0 +1,180 @@
+// src/matmul/matmul.cpp — the portable (scalar backend) matmul kernels, the integer
+// kernels, and the dispatch between them and the SIMD kernels of matmul_simd.cpp.
+//
+// The scalar loops follow exactly the accumulation orders documented in
+// ct/ops/matmul_kernels.hpp, so the two backends give bitwise equal results; the SIMD
+// kernels are only faster.
+#include <algorithm>
+#include <type_traits>
+
+#include "src/matmul/matmul_common.hpp"
+
+#if defined(__clang__)
+// Clang contracts a * b + c inside one expression by default; the separate policy must not.
+#pragma clang fp contract(off)
+#endif
+
+namespace ct::detail::mm {
+
+namespace {
+
+template <class T>
+constexpr bool is_float = std::is_floating_point_v<T>;
+
+// Integers wrap like NumPy's fixed-width integers, without signed-overflow UB.
+template <class T>
+T int_muladd(T a, T b, T c) noexcept {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(c) + static_cast<U>(a) * static_cast<U>(b));
+}
+
+template <bool kFused, class T>
+T step(T a, T b, T c) noexcept {
+  if constexpr (is_float<T>) return muladd<kFused>(a, b, c);
+  else return int_muladd(a, b, c);
+}
+
+// C rows [r0, r1): for each row a row of accumulators, k outermost so that every element is
+// accumulated in k order while B is read along its rows.
+template <bool kFused, class T>
+void gemm_rows_scalar(const gemm_args<T>& g, index_t r0, index_t r1) {
+  scratch<T> acc_buf(g.n);
+  T* acc = acc_buf.get();
+  for (index_t i = r0; i < r1; ++i) {
+    std::fill(acc, acc + g.n, T(0));
+    const T* arow = g.a + i * g.ars;
+    for (index_t p = 0; p < g.k; ++p) {
+      const T aik = arow[p * g.acs];
+      const T* brow = g.b + p * g.brs;
+      for (index_t j = 0; j < g.n; ++j) acc[j] = step<kFused>(aik, brow[j * g.bcs], acc[j]);
+    }
+    T* crow = g.c + i * g.crs;
+    for (index_t j = 0; j < g.n; ++j) crow[j * g.ccs] = acc[j];
+  }
+}
+
+// One dot product in the virtual-lane order (floating point) or plainly (integers, where
+// the order cannot change the wrapped sum).
+template <bool kFused, class T>
+T dot_scalar(index_t k, const T* a, index_t as, const T* x, index_t xs) {
+  if constexpr (is_float<T>) {
+    T lanes[dot_lanes<T>] = {};
+    for (index_t p = 0; p < k; ++p) {
+      T& l = lanes[p % dot_lanes<T>];
+      l = muladd<kFused>(a[p * as], x[p * xs], l);
+    }
+    return lane_tree(lanes);
+  } else {
+    T s = 0;
+    for (index_t p = 0; p < k; ++p) s = int_muladd(a[p * as], x[p * xs], s);
+    return s;
+  }
+}
+
+template <bool kFused, class T>
+void gevm_cols_scalar(index_t k, const T* x, index_t xs, const T* b, index_t brs, index_t bcs, T* y, index_t ys,
+                      index_t j0, index_t j1) {
+  const index_t w = j1 - j0;
+  scratch<T> acc_buf(w);
+  T* acc = acc_buf.get();
+  std::fill(acc, acc + w, T(0));
+  for (index_t p = 0; p < k; ++p) {
+    const T xp = x[p * xs];
+    const T* brow = b + p * brs + j0 * bcs;
+    for (index_t j = 0; j < w; ++j) acc[j] = step<kFused>(xp, brow[j * bcs], acc[j]);
+  }
+  for (index_t j = 0; j < w; ++j) y[(j0 + j) * ys] = acc[j];
+}
+
+bool use_simd(const settings& s) { return s.backend == backend::simd; }
+
+}  // namespace
+
+template <class T>
+index_t gemm_packed_b_size(index_t k, index_t n, index_t brs, index_t bcs, const settings& s) {
+  if (!use_simd(s)) return 0;
+  if constexpr (std::is_same_v<T, float>) return simd_packed_b_size_f32(k, n, brs, bcs);
+  else if constexpr (std::is_same_v<T, double>) return simd_packed_b_size_f64(k, n, brs, bcs);
+  else return 0;
+}
+
+template <class T>
+void gemm_pack_b(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out, const settings& s) {
+  if (!use_simd(s)) return;
+  if constexpr (std::is_same_v<T, float>) simd_pack_b_f32(k, n, b, brs, bcs, out);
+  else if constexpr (std::is_same_v<T, double>) simd_pack_b_f64(k, n, b, brs, bcs, out);
+}
+
+template <class T>
+void gemm_rows(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r1, const settings& s) {
+  if (r0 >= r1 || g.n == 0) return;
+  const bool fused = s.fma == fma_policy::fused;
+  if constexpr (is_float<T>) {
+    if (use_simd(s)) {
+      bool done;
+      if constexpr (std::is_same_v<T, float>) done = simd_gemm_rows_f32(g, packed_b, r0, r1, fused);
+      else done = simd_gemm_rows_f64(g, packed_b, r0, r1, fused);
+      if (done) return;
+    }
+  }
+  if (fused) gemm_rows_scalar<true>(g, r0, r1);
+  else gemm_rows_scalar<false>(g, r0, r1);
+}
+
+template <class T>
+void gemv_rows(index_t k, const T* a, index_t ars, index_t acs, const T* x, index_t xs, T* y, index_t ys,
+               index_t i0, index_t i1, const settings& s) {
+  const bool fused = s.fma == fma_policy::fused;
+  if constexpr (is_float<T>) {
+    if (use_simd(s)) {
+      bool done;
+      if constexpr (std::is_same_v<T, float>) done = simd_gemv_rows_f32(k, a, ars, acs, x, xs, y, ys, i0, i1, fused);
+      else done = simd_gemv_rows_f64(k, a, ars, acs, x, xs, y, ys, i0, i1, fused);
+      if (done) return;
+    }
+  }
+  for (index_t i = i0; i < i1; ++i)
+    y[i * ys] = fused ? dot_scalar<true>(k, a + i * ars, acs, x, xs) : dot_scalar<false>(k, a + i * ars, acs, x, xs);
+}
+
+template <class T>
+void gevm_cols(index_t k, const T* x, index_t xs, const T* b, index_t brs, index_t bcs, T* y, index_t ys,
+               index_t j0, index_t j1, const settings& s) {
+  if (j0 >= j1) return;
+  const bool fused = s.fma == fma_policy::fused;
+  if constexpr (is_float<T>) {
+    if (use_simd(s)) {
+      bool done;
+      if constexpr (std::is_same_v<T, float>) done = simd_gevm_cols_f32(k, x, xs, b, brs, bcs, y, ys, j0, j1, fused);
+      else done = simd_gevm_cols_f64(k, x, xs, b, brs, bcs, y, ys, j0, j1, fused);
+      if (done) return;
+    }
+  }
+  if (fused) gevm_cols_scalar<true>(k, x, xs, b, brs, bcs, y, ys, j0, j1);
+  else gevm_cols_scalar<false>(k, x, xs, b, brs, bcs, y, ys, j0, j1);
+}
+
+template <class T>
+T dot(index_t n, const T* x, index_t xs, const T* y, index_t ys, const settings& s) {
+  T out{};
+  // A dot product is the one-row matrix-vector product.
+  gemv_rows<T>(n, x, 0, xs, y, ys, &out, 0, 0, 1, s);
+  return out;
+}
+
+#define CT_MM_INSTANTIATE(T)                                                                         \
+  template index_t gemm_packed_b_size<T>(index_t, index_t, index_t, index_t, const settings&);     \
+  template void gemm_pack_b<T>(index_t, index_t, const T*, index_t, index_t, T*, const settings&); \
+  template void gemm_rows<T>(const gemm_args<T>&, const T*, index_t, index_t, const settings&);    \
+  template void gemv_rows<T>(index_t, const T*, index_t, index_t, const T*, index_t, T*, index_t,  \
+                             index_t, index_t, const settings&);                                   \
+  template void gevm_cols<T>(index_t, const T*, index_t, const T*, index_t, index_t, T*, index_t,  \
+                             index_t, index_t, const settings&);                                   \
+  template T dot<T>(index_t, const T*, index_t, const T*, index_t, const settings&);
+CT_MM_INSTANTIATE(float)
+CT_MM_INSTANTIATE(double)
+CT_MM_INSTANTIATE(std::int32_t)
+CT_MM_INSTANTIATE(std::int64_t)
+#undef CT_MM_INSTANTIATE
+
+}  // namespace ct::detail::mm

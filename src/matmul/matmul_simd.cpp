@@ -1,0 +1,559 @@
+// src/matmul/matmul_simd.cpp — the SIMD matmul kernels (Google Highway, compiled once per
+// x86 target and dispatched at run time to the best one this CPU supports).
+//
+// GEMM is BLIS-style: B is packed into panels NR columns wide (once, before scheduling, by
+// gemm_pack_b — or read in place when it is small and row-contiguous), each callback copies
+// its own MC x KC blocks of A into a contiguous, conflict-free block (or reads a narrow
+// product's A in place), and a register-blocked MR x NR micro-kernel (broadcast one A value,
+// two B vectors, 2*MR accumulators) accumulates KC steps of k at a time. Partial sums go back to the destination between k blocks in the
+// element type, i.e. exactly the value the register held, so every element is the plain
+// sequential k sum whatever the blocking, the tile, the edge handling or the rows a
+// callback got. See ct/ops/matmul_kernels.hpp for the orders each kernel promises.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/matmul/matmul_simd.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "src/matmul/matmul_common.hpp"
+
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace ct::detail::mm {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// 32 vector registers: 24 accumulators + 2 B vectors + the A broadcast (+ a product
+// temporary for the separate policy).
+constexpr index_t kMR = 12;
+#else
+// 16 vector registers: 12 accumulators + 2 + 1.
+constexpr index_t kMR = 6;
+#endif
+
+// Register and cache blocking of this target for element type T.
+template <class T>
+struct geom {
+  using D = hn::ScalableTag<T>;
+  static constexpr index_t L = static_cast<index_t>(hn::MaxLanes(D()));
+  static constexpr index_t NR = 2 * L;
+  static constexpr index_t MR = kMR;
+  // A KC x NR panel of B (32 KiB for float on AVX-512) stays in the 48 KiB L1 while the
+  // micro-kernel sweeps the A micro-panels of one MC x KC block (~150-300 KiB, in the
+  // 1 MiB L2).
+  static constexpr index_t KC = 256;
+  static constexpr index_t MC = MR * (sizeof(T) == 4 ? 12 : 16);
+  // B of at most this many bytes is read in place (no shared packed copy): it stays in L2.
+  static constexpr index_t direct_b_bytes = 256 * 1024;
+  // Products at most this wide read a row-contiguous A in place instead of packing it.
+  static constexpr index_t direct_a_max_n = 256;
+};
+
+// Keeps a product out of reach of FMA contraction (see opaque() in matmul_common.hpp).
+template <class V>
+HWY_INLINE void opaque_vec(V& v) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3 && defined(__GNUC__)
+  asm("" : "+v"(v.raw));
+#else
+  (void)v;
+#endif
+}
+
+template <bool kFused, class V>
+HWY_INLINE V madd(V a, V b, V c) {
+  if constexpr (kFused) {
+    return hn::MulAdd(a, b, c);
+  } else {
+    V p = hn::Mul(a, b);
+    opaque_vec(p);
+    return hn::Add(c, p);
+  }
+}
+
+// ---------------------------------------------------------------- GEMM micro-kernel
+
+template <class T>
+using micro_fn = void (*)(index_t kc, const T* a, index_t lda, const T* b, index_t brs, T* c, index_t ldc,
+                          index_t nvalid, bool accumulate);
+
+// C[MR x NR] (= or +=) A_panel[MR x kc] * B_panel[kc x NR]. a: row i at a + i * lda (unit
+// stride along k); b: NR contiguous values per k, consecutive k brs apart; c: row stride
+// ldc, unit column stride, only the first nvalid columns exist.
+template <class T, index_t MR, bool kFused>
+HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const T* HWY_RESTRICT b, index_t brs,
+                        T* HWY_RESTRICT c, index_t ldc, index_t nvalid, bool accumulate) {
+  using G = geom<T>;
+  const typename G::D d;
+  constexpr index_t L = G::L;
+  using V = decltype(hn::Zero(d));
+  V c0[MR], c1[MR];
+  const bool full = nvalid == 2 * L;
+  const auto m0 = hn::FirstN(d, static_cast<size_t>(std::min(nvalid, L)));
+  const auto m1 = hn::FirstN(d, static_cast<size_t>(nvalid > L ? nvalid - L : 0));
+  if (accumulate) {
+    if (full) {
+#pragma GCC unroll 16
+      for (index_t i = 0; i < MR; ++i) {
+        c0[i] = hn::LoadU(d, c + i * ldc);
+        c1[i] = hn::LoadU(d, c + i * ldc + L);
+      }
+    } else {
+#pragma GCC unroll 16
+      for (index_t i = 0; i < MR; ++i) {
+        c0[i] = hn::MaskedLoad(m0, d, c + i * ldc);
+        c1[i] = hn::MaskedLoad(m1, d, c + i * ldc + L);
+      }
+    }
+  } else {
+#pragma GCC unroll 16
+    for (index_t i = 0; i < MR; ++i) c0[i] = c1[i] = hn::Zero(d);
+  }
+  for (index_t p = 0; p < kc; ++p) {
+    const V b0 = hn::LoadU(d, b);
+    const V b1 = hn::LoadU(d, b + L);
+#pragma GCC unroll 16
+    for (index_t i = 0; i < MR; ++i) {
+      const V ai = hn::Set(d, a[i * lda]);
+      c0[i] = madd<kFused>(ai, b0, c0[i]);
+      c1[i] = madd<kFused>(ai, b1, c1[i]);
+    }
+    ++a;
+    b += brs;
+  }
+  if (full) {
+#pragma GCC unroll 16
+    for (index_t i = 0; i < MR; ++i) {
+      hn::StoreU(c0[i], d, c + i * ldc);
+      hn::StoreU(c1[i], d, c + i * ldc + L);
+    }
+  } else {
+#pragma GCC unroll 16
+    for (index_t i = 0; i < MR; ++i) {
+      hn::BlendedStore(c0[i], m0, d, c + i * ldc);
+      hn::BlendedStore(c1[i], m1, d, c + i * ldc + L);
+    }
+  }
+}
+
+// micro<T, mr> for mr = 1..MR, indexed by mr - 1: the last micro-panel of a block may have
+// fewer rows, and runs the same per-element steps.
+template <class T, bool kFused, std::size_t... I>
+constexpr std::array<micro_fn<T>, sizeof...(I)> micro_table(std::index_sequence<I...>) {
+  return {&micro<T, static_cast<index_t>(I) + 1, kFused>...};
+}
+template <class T, bool kFused>
+inline constexpr auto micro_kernels = micro_table<T, kFused>(std::make_index_sequence<static_cast<std::size_t>(kMR)>());
+
+// A[mc x kc] -> rows of a contiguous block, row i at out + i * ldp. ldp is an odd number of
+// cache lines, so the MR rows a micro-kernel reads side by side never crowd into a few L1
+// sets (a power-of-two row stride of A itself would map them all to one set).
+template <class T>
+void pack_a(const T* a, index_t ars, index_t acs, index_t mc, index_t kc, index_t ldp, T* HWY_RESTRICT out) {
+  using G = geom<T>;
+  const typename G::D d;
+  constexpr index_t L = G::L;
+  for (index_t i = 0; i < mc; ++i) {
+    const T* src = a + i * ars;
+    T* dst = out + i * ldp;
+    if (acs == 1) {
+      index_t p = 0;
+      for (; p + L <= kc; p += L) hn::Store(hn::LoadU(d, src + p), d, dst + p);
+      for (; p < kc; ++p) dst[p] = src[p];
+    } else {
+      for (index_t p = 0; p < kc; ++p) dst[p] = src[p * acs];
+    }
+  }
+}
+
+// Row stride of a packed A block: kc rounded up to whole cache lines, made odd in lines.
+template <class T>
+constexpr index_t packed_a_stride(index_t kc) {
+  constexpr index_t line = 64 / static_cast<index_t>(sizeof(T));
+  index_t lines = (kc + line - 1) / line;
+  if (lines % 2 == 0) ++lines;
+  return lines * line;
+}
+
+// B[k x n] -> panels of NR columns (zero padded), each k rows of NR values; panel q starts
+// at out + q * k * NR.
+template <class T>
+void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY_RESTRICT out) {
+  constexpr index_t NR = geom<T>::NR;
+  for (index_t jr = 0; jr < n; jr += NR) {
+    const index_t nr = std::min(NR, n - jr);
+    T* panel = out + (jr / NR) * k * NR;
+    for (index_t p = 0; p < k; ++p) {
+      const T* src = b + p * brs + jr * bcs;
+      T* dst = panel + p * NR;
+      if (bcs == 1 && nr == NR) {
+        const typename geom<T>::D d;
+        hn::Store(hn::LoadU(d, src), d, dst);
+        hn::Store(hn::LoadU(d, src + geom<T>::L), d, dst + geom<T>::L);
+        continue;
+      }
+      if (bcs == 1) {
+        std::memcpy(dst, src, static_cast<std::size_t>(nr) * sizeof(T));
+      } else {
+        for (index_t j = 0; j < nr; ++j) dst[j] = src[j * bcs];
+      }
+      for (index_t j = nr; j < NR; ++j) dst[j] = T(0);
+    }
+  }
+}
+
+template <class T>
+index_t packed_b_size_t(index_t k, index_t n, index_t brs, index_t bcs) {
+  (void)brs;
+  using G = geom<T>;
+  if (bcs == 1 && k * n * static_cast<index_t>(sizeof(T)) <= G::direct_b_bytes) return 0;
+  return (n + G::NR - 1) / G::NR * G::NR * k;
+}
+
+template <class T, bool kFused>
+void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r1) {
+  using G = geom<T>;
+  constexpr index_t MR = G::MR, NR = G::NR;
+  if (g.k == 0) {  // empty sums
+    for (index_t i = r0; i < r1; ++i)
+      for (index_t j = 0; j < g.n; ++j) g.c[i * g.crs + j * g.ccs] = T(0);
+    return;
+  }
+  // A B that was not packed before scheduling is read in place; one that cannot be (not
+  // row-contiguous) gets a private packed copy — only reachable if the caller skipped
+  // gemm_pack_b, kept for robustness.
+  std::unique_ptr<scratch<T>> own_b;
+  if (packed_b == nullptr && g.bcs != 1) {
+    own_b = std::make_unique<scratch<T>>((g.n + NR - 1) / NR * NR * g.k);
+    pack_b_t(g.k, g.n, g.b, g.brs, g.bcs, own_b->get());
+    packed_b = own_b->get();
+  }
+  const bool direct = packed_b == nullptr;
+  const index_t n_direct = direct ? g.n / NR * NR : 0;  // columns read in place
+  const index_t kc_max = std::min(G::KC, g.k);
+  const index_t mc_max = std::min(G::MC, r1 - r0);
+  // Copying an A block costs about as much as a few micro-kernel steps per element against
+  // 2n flops of use: worth it for wide products (and needed for strided A), not for narrow
+  // ones, which read a row-contiguous A in place.
+  const bool direct_a = g.acs == 1 && g.n <= G::direct_a_max_n;
+  const index_t ldp = packed_a_stride<T>(kc_max);
+  scratch<T> apack(direct_a ? 0 : mc_max * ldp);
+  scratch<T> bedge(direct ? kc_max * NR : 0);
+  alignas(64) T tile[MR * NR];
+  const auto& kernels = micro_kernels<T, kFused>;
+  const index_t lda = direct_a ? g.ars : ldp;
+
+  for (index_t pc = 0; pc < g.k; pc += G::KC) {
+    const index_t kc = std::min(G::KC, g.k - pc);
+    const bool accumulate = pc > 0;
+    if (direct && n_direct < g.n) {  // the partial last panel, zero padded
+      const index_t nr = g.n - n_direct;
+      for (index_t p = 0; p < kc; ++p) {
+        T* dst = bedge.get() + p * NR;
+        const T* src = g.b + (pc + p) * g.brs + n_direct;
+        for (index_t j = 0; j < NR; ++j) dst[j] = j < nr ? src[j] : T(0);
+      }
+    }
+    for (index_t ic = r0; ic < r1; ic += G::MC) {
+      const index_t mc = std::min(G::MC, r1 - ic);
+      if (!direct_a) pack_a(g.a + ic * g.ars + pc * g.acs, g.ars, g.acs, mc, kc, ldp, apack.get());
+      for (index_t jr = 0; jr < g.n; jr += NR) {
+        const index_t nr = std::min(NR, g.n - jr);
+        const T* bp;
+        index_t bstride;
+        if (!direct) {
+          bp = packed_b + (jr / NR) * g.k * NR + pc * NR;
+          bstride = NR;
+        } else if (jr < n_direct) {
+          bp = g.b + pc * g.brs + jr;
+          bstride = g.brs;
+        } else {
+          bp = bedge.get();
+          bstride = NR;
+        }
+        for (index_t ir = 0; ir < mc; ir += MR) {
+          const index_t mr = std::min(MR, mc - ir);
+          const T* ap = direct_a ? g.a + (ic + ir) * g.ars + pc : apack.get() + ir * ldp;
+          T* cp = g.c + (ic + ir) * g.crs + jr * g.ccs;
+          const micro_fn<T> kernel = kernels[static_cast<std::size_t>(mr - 1)];
+          if (g.ccs == 1) {
+            kernel(kc, ap, lda, bp, bstride, cp, g.crs, nr, accumulate);
+          } else {  // strided destination: go through a contiguous tile
+            if (accumulate)
+              for (index_t i = 0; i < mr; ++i)
+                for (index_t j = 0; j < nr; ++j) tile[i * NR + j] = cp[i * g.crs + j * g.ccs];
+            kernel(kc, ap, lda, bp, bstride, tile, NR, NR, accumulate);
+            for (index_t i = 0; i < mr; ++i)
+              for (index_t j = 0; j < nr; ++j) cp[i * g.crs + j * g.ccs] = tile[i * NR + j];
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- GEMV / dot
+
+// Elements ahead of the current position that the matrix-vector kernel prefetches.
+template <class T>
+constexpr index_t kPrefetchAhead = 1024 / static_cast<index_t>(sizeof(T));
+
+// out[r] = dot(rows[r][0..k), x[0..k)) for R rows at once (sharing the x loads), in the
+// virtual-lane order: element p goes to lane p % dot_lanes, lanes then fold by lane_tree.
+template <class T, bool kFused, index_t R>
+HWY_INLINE void dot_rows(index_t k, const T* const* rows, const T* HWY_RESTRICT x, T* out) {
+  using G = geom<T>;
+  const typename G::D d;
+  constexpr index_t L = G::L;
+  constexpr index_t W = dot_lanes<T>;
+  constexpr index_t NV = W / L;
+  using V = decltype(hn::Zero(d));
+  V acc[R][NV];
+#pragma GCC unroll 16
+  for (index_t r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (index_t v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
+  index_t p = 0;
+  for (; p + W <= k; p += W) {
+    // Streams from DRAM: ask for the lines a few iterations ahead of use.
+#pragma GCC unroll 16
+    for (index_t r = 0; r < R; ++r) hwy::Prefetch(rows[r] + p + kPrefetchAhead<T>);
+#pragma GCC unroll 16
+    for (index_t v = 0; v < NV; ++v) {
+      const V xv = hn::LoadU(d, x + p + v * L);
+#pragma GCC unroll 16
+      for (index_t r = 0; r < R; ++r) acc[r][v] = madd<kFused>(hn::LoadU(d, rows[r] + p + v * L), xv, acc[r][v]);
+    }
+  }
+  if (p < k) {  // tail: lanes without an element keep their value
+#pragma GCC unroll 16
+    for (index_t v = 0; v < NV; ++v) {
+      const index_t left = std::clamp<index_t>(k - p - v * L, 0, L);
+      const auto m = hn::FirstN(d, static_cast<size_t>(left));
+      const V xv = hn::MaskedLoad(m, d, x + p + v * L);
+#pragma GCC unroll 16
+      for (index_t r = 0; r < R; ++r)
+        acc[r][v] = hn::IfThenElse(m, madd<kFused>(hn::MaskedLoad(m, d, rows[r] + p + v * L), xv, acc[r][v]),
+                                   acc[r][v]);
+    }
+  }
+  // Constant indices throughout (unrolled): a variable index would make the compiler keep
+  // acc in memory and store it on every iteration of the main loop.
+  alignas(64) T lanes[R][W];
+#pragma GCC unroll 16
+  for (index_t r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (index_t v = 0; v < NV; ++v) hn::Store(acc[r][v], d, lanes[r] + v * L);
+  for (index_t r = 0; r < R; ++r) out[r] = lane_tree(lanes[r]);
+}
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+constexpr index_t kGemvAccumulators = 16;
+#else
+constexpr index_t kGemvAccumulators = 8;
+#endif
+
+template <class T, bool kFused>
+void gemv_rows_t(index_t k, const T* a, index_t ars, index_t acs, const T* x, index_t xs, T* y, index_t ys,
+                 index_t i0, index_t i1) {
+  using G = geom<T>;
+  // Rows per pass: enough independent accumulators to hide the FMA latency.
+  constexpr index_t R = std::max<index_t>(1, kGemvAccumulators / (dot_lanes<T> / G::L));
+  std::unique_ptr<scratch<T>> xbuf, rowbuf;
+  if (xs != 1) {  // gather a strided x once
+    xbuf = std::make_unique<scratch<T>>(k);
+    for (index_t p = 0; p < k; ++p) xbuf->get()[p] = x[p * xs];
+    x = xbuf->get();
+  }
+  if (acs != 1) rowbuf = std::make_unique<scratch<T>>(R * k);
+  auto row = [&](index_t i, index_t slot) -> const T* {
+    const T* src = a + i * ars;
+    if (acs == 1) return src;
+    T* dst = rowbuf->get() + slot * k;  // gather a strided row
+    for (index_t p = 0; p < k; ++p) dst[p] = src[p * acs];
+    return dst;
+  };
+  index_t i = i0;
+  for (; i + R <= i1; i += R) {
+    const T* rows[R];
+    T out[R];
+    for (index_t r = 0; r < R; ++r) rows[r] = row(i + r, r);
+    dot_rows<T, kFused, R>(k, rows, x, out);
+    for (index_t r = 0; r < R; ++r) y[(i + r) * ys] = out[r];
+  }
+  for (; i < i1; ++i) {
+    const T* rows[1] = {row(i, 0)};
+    T out[1];
+    dot_rows<T, kFused, 1>(k, rows, x, out);
+    y[i * ys] = out[0];
+  }
+}
+
+// ---------------------------------------------------------------- GEVM
+
+// acc[0..w) = muladd(x_q, rows[q][0..w), acc) for q = 0..Q-1 in order: Q rows of B per pass
+// over the accumulators, each element still sequential in k.
+template <class T, bool kFused, index_t Q>
+HWY_INLINE void axpy_rows(index_t w, const T* HWY_RESTRICT xq, const T* const* rows, T* HWY_RESTRICT acc) {
+  using G = geom<T>;
+  const typename G::D d;
+  constexpr index_t L = G::L;
+  using V = decltype(hn::Zero(d));
+  V xs[Q];
+  for (index_t q = 0; q < Q; ++q) xs[q] = hn::Set(d, xq[q]);
+  index_t j = 0;
+  for (; j + L <= w; j += L) {
+    V s = hn::LoadU(d, acc + j);
+#pragma GCC unroll 8
+    for (index_t q = 0; q < Q; ++q) s = madd<kFused>(xs[q], hn::LoadU(d, rows[q] + j), s);
+    hn::StoreU(s, d, acc + j);
+  }
+  if (j < w) {
+    const auto m = hn::FirstN(d, static_cast<size_t>(w - j));
+    V s = hn::MaskedLoad(m, d, acc + j);
+    for (index_t q = 0; q < Q; ++q) s = madd<kFused>(xs[q], hn::MaskedLoad(m, d, rows[q] + j), s);
+    hn::BlendedStore(s, m, d, acc + j);
+  }
+}
+
+template <class T, bool kFused>
+void gevm_cols_t(index_t k, const T* x, index_t xs, const T* b, index_t brs, index_t bcs, T* y, index_t ys,
+                 index_t j0, index_t j1) {
+  constexpr index_t Q = 4;
+  const index_t w = j1 - j0;
+  scratch<T> acc(w);
+  std::fill(acc.get(), acc.get() + w, T(0));
+  // Row-contiguous B streams in place; otherwise blocks of PB rows are copied into a
+  // row-major tile first (reading B along its contiguous columns).
+  constexpr index_t PB = 64;
+  std::unique_ptr<scratch<T>> tile;
+  if (bcs != 1) tile = std::make_unique<scratch<T>>(PB * w);
+  for (index_t p0 = 0; p0 < k; p0 += PB) {
+    const index_t pb = std::min(PB, k - p0);
+    const T* base = b + p0 * brs + j0 * bcs;
+    index_t stride = brs;
+    if (tile) {
+      for (index_t j = 0; j < w; ++j)
+        for (index_t p = 0; p < pb; ++p) tile->get()[p * w + j] = base[p * brs + j * bcs];
+      base = tile->get();
+      stride = w;
+    }
+    T xq[Q];
+    index_t p = 0;
+    for (; p + Q <= pb; p += Q) {
+      const T* rows[Q];
+      for (index_t q = 0; q < Q; ++q) {
+        rows[q] = base + (p + q) * stride;
+        xq[q] = x[(p0 + p + q) * xs];
+      }
+      axpy_rows<T, kFused, Q>(w, xq, rows, acc.get());
+    }
+    for (; p < pb; ++p) {
+      const T* rows[1] = {base + p * stride};
+      xq[0] = x[(p0 + p) * xs];
+      axpy_rows<T, kFused, 1>(w, xq, rows, acc.get());
+    }
+  }
+  for (index_t j = 0; j < w; ++j) y[(j0 + j) * ys] = acc.get()[j];
+}
+
+// ---------------------------------------------------------------- exported entry points
+
+// Without FMA instructions hn::MulAdd is not fused: the fused policy is then left to the
+// scalar kernels (return false).
+constexpr bool kCanFuse = HWY_NATIVE_FMA != 0;
+
+#define CT_MM_TARGET_FUNCS(T, S)                                                                             \
+  index_t PackedBSize##S(index_t k, index_t n, index_t brs, index_t bcs) {                                 \
+    return packed_b_size_t<T>(k, n, brs, bcs);                                                               \
+  }                                                                                                          \
+  void PackB##S(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out) {                       \
+    pack_b_t<T>(k, n, b, brs, bcs, out);                                                                     \
+  }                                                                                                          \
+  bool GemmRows##S(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r1, bool fused) {         \
+    if (fused && !kCanFuse) return false;                                                                    \
+    if (fused) gemm_rows_t<T, true>(g, packed_b, r0, r1);                                                    \
+    else gemm_rows_t<T, false>(g, packed_b, r0, r1);                                                         \
+    return true;                                                                                             \
+  }                                                                                                          \
+  bool GemvRows##S(index_t k, const T* a, index_t ars, index_t acs, const T* x, index_t xs, T* y, index_t ys, \
+                   index_t i0, index_t i1, bool fused) {                                                     \
+    if (fused && !kCanFuse) return false;                                                                    \
+    if (fused) gemv_rows_t<T, true>(k, a, ars, acs, x, xs, y, ys, i0, i1);                                   \
+    else gemv_rows_t<T, false>(k, a, ars, acs, x, xs, y, ys, i0, i1);                                        \
+    return true;                                                                                             \
+  }                                                                                                          \
+  bool GevmCols##S(index_t k, const T* x, index_t xs, const T* b, index_t brs, index_t bcs, T* y, index_t ys, \
+                   index_t j0, index_t j1, bool fused) {                                                     \
+    if (fused && !kCanFuse) return false;                                                                    \
+    if (fused) gevm_cols_t<T, true>(k, x, xs, b, brs, bcs, y, ys, j0, j1);                                   \
+    else gevm_cols_t<T, false>(k, x, xs, b, brs, bcs, y, ys, j0, j1);                                        \
+    return true;                                                                                             \
+  }
+CT_MM_TARGET_FUNCS(float, F32)
+CT_MM_TARGET_FUNCS(double, F64)
+#undef CT_MM_TARGET_FUNCS
+
+}  // namespace HWY_NAMESPACE
+}  // namespace ct::detail::mm
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ct::detail::mm {
+
+HWY_EXPORT(PackedBSizeF32);
+HWY_EXPORT(PackedBSizeF64);
+HWY_EXPORT(PackBF32);
+HWY_EXPORT(PackBF64);
+HWY_EXPORT(GemmRowsF32);
+HWY_EXPORT(GemmRowsF64);
+HWY_EXPORT(GemvRowsF32);
+HWY_EXPORT(GemvRowsF64);
+HWY_EXPORT(GevmColsF32);
+HWY_EXPORT(GevmColsF64);
+
+index_t simd_packed_b_size_f32(index_t k, index_t n, index_t brs, index_t bcs) {
+  return HWY_DYNAMIC_DISPATCH(PackedBSizeF32)(k, n, brs, bcs);
+}
+index_t simd_packed_b_size_f64(index_t k, index_t n, index_t brs, index_t bcs) {
+  return HWY_DYNAMIC_DISPATCH(PackedBSizeF64)(k, n, brs, bcs);
+}
+void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out) {
+  HWY_DYNAMIC_DISPATCH(PackBF32)(k, n, b, brs, bcs, out);
+}
+void simd_pack_b_f64(index_t k, index_t n, const double* b, index_t brs, index_t bcs, double* out) {
+  HWY_DYNAMIC_DISPATCH(PackBF64)(k, n, b, brs, bcs, out);
+}
+bool simd_gemm_rows_f32(const gemm_args<float>& g, const float* packed_b, index_t r0, index_t r1, bool fused) {
+  return HWY_DYNAMIC_DISPATCH(GemmRowsF32)(g, packed_b, r0, r1, fused);
+}
+bool simd_gemm_rows_f64(const gemm_args<double>& g, const double* packed_b, index_t r0, index_t r1, bool fused) {
+  return HWY_DYNAMIC_DISPATCH(GemmRowsF64)(g, packed_b, r0, r1, fused);
+}
+bool simd_gemv_rows_f32(index_t k, const float* a, index_t ars, index_t acs, const float* x, index_t xs, float* y,
+                        index_t ys, index_t i0, index_t i1, bool fused) {
+  return HWY_DYNAMIC_DISPATCH(GemvRowsF32)(k, a, ars, acs, x, xs, y, ys, i0, i1, fused);
+}
+bool simd_gemv_rows_f64(index_t k, const double* a, index_t ars, index_t acs, const double* x, index_t xs,
+                        double* y, index_t ys, index_t i0, index_t i1, bool fused) {
+  return HWY_DYNAMIC_DISPATCH(GemvRowsF64)(k, a, ars, acs, x, xs, y, ys, i0, i1, fused);
+}
+bool simd_gevm_cols_f32(index_t k, const float* x, index_t xs, const float* b, index_t brs, index_t bcs, float* y,
+                        index_t ys, index_t j0, index_t j1, bool fused) {
+  return HWY_DYNAMIC_DISPATCH(GevmColsF32)(k, x, xs, b, brs, bcs, y, ys, j0, j1, fused);
+}
+bool simd_gevm_cols_f64(index_t k, const double* x, index_t xs, const double* b, index_t brs, index_t bcs,
+                        double* y, index_t ys, index_t j0, index_t j1, bool fused) {
+  return HWY_DYNAMIC_DISPATCH(GevmColsF64)(k, x, xs, b, brs, bcs, y, ys, j0, j1, fused);
+}
+
+}  // namespace ct::detail::mm
+#endif  // HWY_ONCE

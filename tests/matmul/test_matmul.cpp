@@ -1,0 +1,344 @@
+// ct::matmul / ct::dot: semantics against a naive reference, shapes, views, aliasing and
+// errors. Executor determinism lives in test_matmul_scheduling.cpp.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "matmul/reference.hpp"
+
+using ct::index_t;
+using mm_test::count_bad;
+using mm_test::naive_matmul;
+using mm_test::operand;
+using mm_test::same_bits;
+
+namespace {
+
+// Both backends, both FMA policies.
+const ct::settings all_settings[] = {{ct::backend::simd, ct::fma_policy::fused},
+                                     {ct::backend::simd, ct::fma_policy::separate},
+                                     {ct::backend::scalar, ct::fma_policy::fused},
+                                     {ct::backend::scalar, ct::fma_policy::separate}};
+
+std::string describe(const ct::settings& s) {
+  return std::string(s.backend == ct::backend::simd ? "simd" : "scalar") + "/" +
+         (s.fma == ct::fma_policy::fused ? "fused" : "separate");
+}
+
+template <class T>
+void check_against_reference(const ct::tensor<T>& a, const ct::tensor<T>& b) {
+  const mm_test::reference ref = naive_matmul(a, b);
+  for (const ct::settings& s : all_settings) {
+    ct::settings_scope scope(s);
+    std::string first;
+    const ct::tensor<T> got = ct::matmul(a, b);
+    const index_t bad = count_bad(got, ref, &first);
+    INFO(ct::dtype_name<T>() << " " << a.shape() << " @ " << b.shape() << " under " << describe(s) << ": " << first);
+    CHECK(bad == 0);
+  }
+}
+
+// Counts executor calls (and runs the ranges serially).
+struct counting_executor {
+  int calls = 0;
+  ct::executor get() {
+    return [this](index_t n, ct::range_callback cb) {
+      ++calls;
+      cb(0, n / 2);
+      cb(n / 2, n);
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("matmul: 2-D products match the reference for sizes that are not tile multiples", "[matmul]") {
+  const index_t sizes[] = {1, 7, 33, 257};
+  std::uint64_t seed = 1;
+  for (index_t m : sizes)
+    for (index_t n : sizes)
+      for (index_t k : sizes) {
+        if (m * n * k > 257 * 257 * 33) continue;  // the 257^3 cube is covered in float below
+        check_against_reference(operand<float>({m, k}, seed), operand<float>({k, n}, seed + 1));
+        check_against_reference(operand<double>({m, k}, seed + 2), operand<double>({k, n}, seed + 3));
+        seed += 4;
+      }
+  check_against_reference(operand<float>({257, 257}, 7), operand<float>({257, 257}, 8));
+}
+
+TEST_CASE("matmul: integer products are exact and wrap modulo 2^bits", "[matmul]") {
+  for (index_t m : {1, 7, 33})
+    for (index_t k : {1, 33})
+      for (index_t n : {7, 33}) {
+        check_against_reference(operand<std::int32_t>({m, k}, 11), operand<std::int32_t>({k, n}, 12));
+        check_against_reference(operand<std::int64_t>({m, k}, 13), operand<std::int64_t>({k, n}, 14));
+      }
+  // 65536 * 65536 = 2^32 wraps to 0 in int32, plus 1*1.
+  auto a = ct::from_vector<std::int32_t>({65536, 1}, {1, 2});
+  auto b = ct::from_vector<std::int32_t>({65536, 1}, {2, 1});
+  CHECK(ct::matmul(a, b).item() == 1);
+  CHECK(ct::dot(ct::from_list<std::int64_t>({3, -4}), ct::from_list<std::int64_t>({5, 6})) == -9);
+}
+
+TEST_CASE("matmul: vector operands follow numpy's promotion rules", "[matmul]") {
+  for (index_t k : {1, 7, 33, 257}) {
+    for (index_t n : {1, 7, 33, 257}) {
+      // vector x matrix -> [N], matrix x vector -> [N]
+      check_against_reference(operand<float>({k}, 21), operand<float>({k, n}, 22));
+      check_against_reference(operand<float>({n, k}, 23), operand<float>({k}, 24));
+      check_against_reference(operand<double>({k}, 25), operand<double>({k, n}, 26));
+      check_against_reference(operand<double>({n, k}, 27), operand<double>({k}, 28));
+    }
+    // vector x vector -> rank 0
+    auto x = operand<float>({k}, 31), y = operand<float>({k}, 32);
+    check_against_reference(x, y);
+    CHECK(ct::matmul(x, y).rank() == 0);
+  }
+  // Shapes, explicitly.
+  CHECK(ct::matmul(ct::ones<float>({3}), ct::ones<float>({3, 5})).shape() == ct::dims{5});
+  CHECK(ct::matmul(ct::ones<float>({5, 3}), ct::ones<float>({3})).shape() == ct::dims{5});
+  CHECK(ct::matmul(ct::ones<float>({2, 4, 3}), ct::ones<float>({3})).shape() == ct::dims{2, 4});
+  CHECK(ct::matmul(ct::ones<float>({3}), ct::ones<float>({2, 3, 6})).shape() == ct::dims{2, 6});
+}
+
+TEST_CASE("matmul: ct::dot returns the scalar product", "[matmul]") {
+  for (index_t n : {0, 1, 7, 33, 257, 1000}) {
+    auto x = operand<double>({n}, 41), y = operand<double>({n}, 42);
+    const mm_test::reference ref = naive_matmul(x, y);
+    for (const ct::settings& s : all_settings) {
+      ct::settings_scope scope(s);
+      const double got = ct::dot(x, y);
+      INFO("n = " << n << " " << describe(s));
+      CHECK(std::fabs(static_cast<long double>(got) - ref.value[0]) <=
+            mm_test::error_bound<double>(n, ref.abs_sum[0]));
+      // dot and the vector-vector matmul are the same computation.
+      CHECK(ct::matmul(x, y).item() == got);
+    }
+  }
+  CHECK(ct::dot(ct::from_list<float>({1, 2, 3}), ct::from_list<float>({4, 5, 6})) == 32.0f);
+}
+
+TEST_CASE("matmul: batch dimensions broadcast like numpy", "[matmul]") {
+  struct shapes {
+    ct::dims a, b, result;
+  };
+  const shapes cases[] = {
+      {{5, 7, 33}, {5, 33, 9}, {5, 7, 9}},
+      {{5, 7, 33}, {33, 9}, {5, 7, 9}},           // 2-D right operand broadcasts
+      {{7, 33}, {4, 33, 9}, {4, 7, 9}},           // 2-D left operand broadcasts
+      {{2, 1, 7, 33}, {3, 33, 9}, {2, 3, 7, 9}},  // both broadcast
+      {{3, 1, 1, 7}, {1, 2, 7, 1}, {3, 2, 1, 1}},
+      {{2, 3, 33}, {33}, {2, 3}},                 // batched matrix x vector
+      {{33}, {2, 33, 5}, {2, 5}},                 // vector x batched matrix
+      {{1, 7, 257}, {2, 257, 33}, {2, 7, 33}},
+      {{0, 7, 33}, {33, 9}, {0, 7, 9}},           // empty batch
+  };
+  std::uint64_t seed = 50;
+  for (const auto& c : cases) {
+    INFO(c.a << " @ " << c.b);
+    auto a = operand<float>(c.a, seed), b = operand<float>(c.b, seed + 1);
+    CHECK(ct::matmul(a, b).shape() == c.result);
+    check_against_reference(a, b);
+    check_against_reference(operand<double>(c.a, seed + 2), operand<double>(c.b, seed + 3));
+    check_against_reference(operand<std::int64_t>(c.a, seed + 4), operand<std::int64_t>(c.b, seed + 5));
+    seed += 6;
+  }
+}
+
+TEST_CASE("matmul: zero-size dimensions", "[matmul]") {
+  counting_executor ex;
+  ct::executor_scope scope(ex.get());
+  // K = 0: every element is an empty sum, 0 — also overwriting what the destination held.
+  auto out = ct::full<float>({3, 4}, 7.0f);
+  ct::matmul(ct::zeros<float>({3, 0}), ct::zeros<float>({0, 4}), out);
+  CHECK(ct::equal(out, ct::zeros<float>({3, 4})));
+  auto v = ct::full<double>({5}, 2.0);
+  ct::matmul(ct::zeros<double>({5, 0}), ct::zeros<double>({0}), v);
+  CHECK(ct::equal(v, ct::zeros<double>({5})));
+  CHECK(ct::dot(ct::zeros<double>({0}), ct::zeros<double>({0})) == 0.0);
+  // M = 0 or N = 0: nothing to compute, the executor is not needed.
+  const int before = ex.calls;
+  CHECK(ct::matmul(ct::zeros<float>({0, 3}), ct::zeros<float>({3, 4})).shape() == ct::dims{0, 4});
+  CHECK(ct::matmul(ct::zeros<float>({2, 3}), ct::zeros<float>({3, 0})).shape() == ct::dims{2, 0});
+  CHECK(ex.calls == before);
+}
+
+TEST_CASE("matmul: transposed, strided, reversed and foreign operands need no copies by the caller",
+          "[matmul]") {
+  auto big = operand<float>({70, 80}, 60);
+  auto big_d = operand<double>({70, 80}, 61);
+  SECTION("transposed views") {
+    auto at = operand<float>({33, 7}, 62).transpose();   // [7, 33], column-major
+    auto bt = operand<float>({9, 33}, 63).transpose();   // [33, 9], column-major
+    check_against_reference(at, bt);
+    check_against_reference(at, operand<float>({33, 9}, 64));
+    check_against_reference(operand<float>({7, 33}, 65), bt);
+    // Large enough that the SIMD kernel packs B instead of reading it in place.
+    check_against_reference(operand<float>({257, 33}, 66).transpose(), operand<float>({300, 257}, 67).transpose());
+    check_against_reference(operand<double>({33, 7}, 68).transpose(), operand<double>({9, 33}, 69).transpose());
+    // transposed matrix x vector and vector x transposed matrix
+    check_against_reference(operand<float>({33, 40}, 70).transpose(), operand<float>({33}, 71));
+    check_against_reference(operand<float>({33}, 72), operand<float>({40, 33}, 73).transpose());
+  }
+  SECTION("sliced with steps, including negative ones") {
+    auto a = big.slice({ct::range{1, 70, 2}, ct::range{0, 66, 2}});     // [35, 33], both strides > 1
+    auto b = big.slice({ct::range{65, std::nullopt, -2}, ct::range{3, 12}});  // [33, 9], reversed rows
+    check_against_reference(a, b);
+    check_against_reference(b.transpose(), a.transpose());
+    auto ad = big_d.slice({ct::range{1, 70, 2}, ct::range{0, 66, 2}});
+    auto bd = big_d.slice({ct::range{65, std::nullopt, -2}, ct::range{3, 12}});
+    check_against_reference(ad, bd);
+    // strided vectors
+    check_against_reference(big.select(1, 5).slice(0, 0, 33), a.transpose().slice(1, 0, 9));
+    check_against_reference(a, big.select(0, 3).slice(0, 0, 66, 2));
+  }
+  SECTION("wrapped caller memory with custom strides") {
+    std::vector<double> mem(2000);
+    for (std::size_t i = 0; i < mem.size(); ++i) mem[i] = std::sin(static_cast<double>(i));
+    auto a = ct::wrap(mem.data(), {7, 33}, {40, 1});      // row stride with padding
+    auto b = ct::wrap(mem.data() + 300, {33, 9}, {1, 35});  // column-major with padding
+    check_against_reference(a, b);
+    auto batched = ct::wrap(mem.data(), {3, 7, 33}, {300, 40, 1});
+    check_against_reference(batched, b);
+  }
+}
+
+TEST_CASE("matmul: strided destinations receive exactly their elements", "[matmul]") {
+  auto a = operand<float>({33, 7}, 80), b = operand<float>({7, 9}, 81);
+  for (const ct::settings& s : all_settings) {
+    ct::settings_scope scope(s);
+    INFO(describe(s));
+    {
+      // Every other row and column of a sentinel-filled matrix.
+      auto host = ct::full<float>({66, 18}, -99.0f);
+      auto dst = host.slice({ct::range{0, 66, 2}, ct::range{1, 18, 2}});
+      ct::matmul(a, b, dst);
+      CHECK(same_bits(dst, ct::matmul(a, b)));
+      // Sentinels untouched.
+      index_t sentinels = 0;
+      for (index_t i = 0; i < 66; ++i)
+        for (index_t j = 0; j < 18; ++j) sentinels += host(i, j) == -99.0f;
+      CHECK(sentinels == 66 * 18 - 33 * 9);
+      // A transposed destination.
+      auto t = ct::zeros<float>({9, 33});
+      ct::matmul(a, b, t.transpose());
+      CHECK(same_bits(t.transpose(), ct::matmul(a, b)));
+      // A strided vector destination.
+      auto vhost = ct::full<float>({99}, -1.0f);
+      ct::matmul(a, operand<float>({7}, 82), vhost.slice(0, 0, 99, 3));
+      CHECK(same_bits(vhost.slice(0, 0, 99, 3), ct::matmul(a, operand<float>({7}, 82))));
+      CHECK(vhost(1) == -1.0f);
+    }
+  }
+}
+
+TEST_CASE("matmul: an output overlapping an input gives the non-aliased result", "[matmul]") {
+  for (const ct::settings& s : all_settings) {
+    ct::settings_scope scope(s);
+    INFO(describe(s));
+    for (index_t n : {7, 33}) {
+      const auto a0 = operand<double>({n, n}, 90), b0 = operand<double>({n, n}, 91);
+      const auto want = ct::matmul(a0, b0);
+      {  // out is a
+        auto a = a0.clone();
+        ct::matmul(a, b0, a);
+        CHECK(same_bits(a, want));
+      }
+      {  // out is b
+        auto b = b0.clone();
+        ct::matmul(a0, b, b);
+        CHECK(same_bits(b, want));
+      }
+      {  // out is a transposed view of a
+        auto a = a0.clone();
+        ct::matmul(a, b0, a.transpose());
+        CHECK(same_bits(a.transpose(), want));
+      }
+      {  // a @ a into a
+        auto a = a0.clone();
+        ct::matmul(a, a, a);
+        CHECK(same_bits(a, ct::matmul(a0, a0)));
+      }
+      {  // out is a sub-view of b; a is a view of the same storage
+        auto host = operand<double>({2 * n, n}, 92);
+        auto top = host.slice(0, 0, n), bottom = host.slice(0, n, 2 * n);
+        const auto expect = ct::matmul(bottom.clone(), top.clone());
+        ct::matmul(bottom, top, top);
+        CHECK(same_bits(top, expect));
+      }
+      {  // matrix x vector where the output is the vector
+        auto x = operand<double>({n}, 93);
+        const auto expect = ct::matmul(a0, x);
+        ct::matmul(a0, x, x);
+        CHECK(same_bits(x, expect));
+      }
+      {  // vector x matrix where the output is a row of the matrix
+        auto m = operand<double>({n, n}, 94);
+        auto row = m.select(0, 2);
+        const auto expect = ct::matmul(row.clone(), m.clone());
+        ct::matmul(row, m, row);
+        CHECK(same_bits(row, expect));
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul: shape errors name the shapes and come before any executor call", "[matmul]") {
+  counting_executor ex;
+  ct::executor_scope scope(ex.get());
+  auto expect_error = [&](auto&& call, std::vector<std::string> fragments) {
+    try {
+      call();
+      FAIL("no shape_error");
+    } catch (const ct::shape_error& e) {
+      const std::string msg = e.what();
+      for (const auto& f : fragments) {
+        INFO(msg);
+        CHECK(msg.find(f) != std::string::npos);
+      }
+    }
+  };
+  auto a = ct::ones<float>({4, 3}), b = ct::ones<float>({5, 6});
+  expect_error([&] { ct::matmul(a, b); }, {"ct::matmul", "[4, 3]", "[5, 6]"});
+  expect_error([&] { ct::matmul(ct::ones<float>({3}), ct::ones<float>({4})); }, {"[3]", "[4]"});
+  expect_error([&] { ct::matmul(ct::ones<float>({2, 4, 3}), ct::ones<float>({5, 3, 2})); },
+               {"batch", "[2, 4, 3]", "[5, 3, 2]"});
+  expect_error([&] { ct::matmul(ct::scalar<float>(1.0f), ct::ones<float>({3})); }, {"rank", "[]", "[3]"});
+  // Destination shape (including a would-be broadcast destination) and repeated elements.
+  auto good_a = ct::ones<float>({40, 3}), good_b = ct::ones<float>({3, 6});
+  auto out = ct::full<float>({40, 5}, 2.0f);
+  expect_error([&] { ct::matmul(good_a, good_b, out); }, {"destination", "[40, 5]", "[40, 6]"});
+  expect_error([&] { ct::matmul(good_a, good_b, ct::zeros<float>({1, 40, 6})); }, {"[1, 40, 6]", "[40, 6]"});
+  expect_error([&] { ct::matmul(good_a, good_b, ct::zeros<float>({40, 1}).broadcast_to({40, 6})); },
+               {"destination", "stride"});
+  expect_error([&] { ct::dot(ct::ones<float>({3}), ct::ones<float>({4})); }, {"ct::dot", "[3]", "[4]"});
+  expect_error([&] { ct::dot(ct::ones<float>({3, 1}), ct::ones<float>({3})); }, {"ct::dot", "[3, 1]"});
+  CHECK(ex.calls == 0);
+  CHECK(ct::equal(out, ct::full<float>({40, 5}, 2.0f)));  // nothing was written
+}
+
+namespace {
+template <class A, class B>
+concept can_matmul = requires(A a, B b) { ct::matmul(a, b); };
+template <class A, class B, class C>
+concept can_matmul_into = requires(A a, B b, C c) { ct::matmul(a, b, c); };
+template <class A, class B>
+concept can_dot = requires(A a, B b) { ct::dot(a, b); };
+}  // namespace
+
+TEST_CASE("matmul: mixing element types does not compile", "[matmul]") {
+  // Every operand has the same T; there is no overload taking two element types.
+  using f = ct::tensor<float>;
+  using d = ct::tensor<double>;
+  using i = ct::tensor<std::int32_t>;
+  STATIC_REQUIRE_FALSE(can_matmul<f, d>);
+  STATIC_REQUIRE_FALSE(can_matmul<i, f>);
+  STATIC_REQUIRE_FALSE(can_matmul_into<f, f, d>);
+  STATIC_REQUIRE_FALSE(can_dot<f, d>);
+  STATIC_REQUIRE_FALSE(can_matmul<ct::tensor<bool>, ct::tensor<bool>>);
+  STATIC_REQUIRE(can_matmul<f, f>);
+  STATIC_REQUIRE(can_matmul_into<d, d, d>);
+  STATIC_REQUIRE(can_dot<i, i>);
+}
