@@ -19,3 +19,4 @@
 #include "ct/expr/reductions.hpp"
 #include "ct/ops/eval.hpp"
 #include "ct/ops/nn.hpp"
+#include "ct/ops/matmul.hpp"

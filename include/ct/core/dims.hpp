@@ -100,13 +100,14 @@ inline index_t element_count(const dims& shape) {
   return n;
 }
 
-/// Row-major (C order) strides, in elements, for a shape.
+/// Row-major (C order) strides, in elements, for a shape (shape_error when they overflow).
 inline dims row_major_strides(const dims& shape) {
   dims s = dims::filled(shape.size(), 1);
   index_t acc = 1;
   for (int i = shape.size() - 1; i >= 0; --i) {
     s[i] = acc;
-    acc *= shape[i] > 0 ? shape[i] : 1;
+    if (i > 0 && __builtin_mul_overflow(acc, shape[i] > 0 ? shape[i] : 1, &acc))
+      throw shape_error("ct: element count of shape " + shape.str() + " overflows index_t");
   }
   return s;
 }

@@ -10,6 +10,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "ct/exec/range_callback.hpp"
 
@@ -36,7 +37,9 @@ class shared_ranges {
       gate_.wait(g);
       g = gate_.load();
     }
-    if (error_) std::rethrow_exception(error_);
+    // Take the error out of the shared state: a helper may still be releasing its reference
+    // to this state, and must not be the one that destroys the exception the caller handles.
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
  private:
