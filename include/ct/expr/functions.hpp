@@ -21,7 +21,7 @@ struct unary_fn {
   using result = T;
   template <std::size_t N>
   int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple<unary_fn, void>(p, opcode::unary, static_cast<std::uint8_t>(K), t, r);
+    return emit_simple(p, opcode::unary, static_cast<std::uint8_t>(K), t, r);
   }
 };
 
@@ -32,7 +32,7 @@ struct binary_fn {
   using result = T;
   template <std::size_t N>
   int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple<binary_fn, void>(p, opcode::binary, static_cast<std::uint8_t>(K), t, r);
+    return emit_simple(p, opcode::binary, static_cast<std::uint8_t>(K), t, r);
   }
 };
 
@@ -43,7 +43,7 @@ struct compare_fn {
   using result = bool;
   template <std::size_t N>
   int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple<compare_fn, void>(p, opcode::compare, static_cast<std::uint8_t>(C), t, r);
+    return emit_simple(p, opcode::compare, static_cast<std::uint8_t>(C), t, r);
   }
 };
 
@@ -54,7 +54,7 @@ struct logical_fn {
   using result = bool;
   template <std::size_t N>
   int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple<logical_fn, void>(p, Code, 0, t, r);
+    return emit_simple(p, Code, 0, t, r);
   }
 };
 
@@ -64,7 +64,7 @@ struct where_fn {
   using result = T;
   template <std::size_t N>
   int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple<where_fn, void>(p, opcode::where, 0, t, r);
+    return emit_simple(p, opcode::where, 0, t, r);
   }
 };
 
@@ -74,7 +74,7 @@ struct muladd_fn {
   using result = T;
   template <std::size_t N>
   int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple<muladd_fn, void>(p, opcode::muladd, 0, t, r);
+    return emit_simple(p, opcode::muladd, 0, t, r);
   }
 };
 
@@ -85,7 +85,7 @@ struct cast_fn {
   using result = U;
   template <std::size_t N>
   int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple<cast_fn, void>(p, opcode::cast, 0, t, r);
+    return emit_simple(p, opcode::cast, 0, t, r);
   }
 };
 

@@ -131,7 +131,8 @@ auto make_fn(Op op, const C&... c) {
   return fn_node<Op, C...>(std::move(op), c...);
 }
 
-template <class Op, class T, std::size_t N>
+/// Emits one instruction of the given kind over the children's registers.
+template <std::size_t N>
 int emit_simple(program& p, opcode code, std::uint8_t sub, dtype type, const std::array<int, N>& regs) {
   instruction in{code, type, sub};
   for (std::size_t i = 0; i < N; ++i) in.args[i] = regs[i];

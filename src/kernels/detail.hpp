@@ -1,0 +1,47 @@
+// src/kernels/detail.hpp — internal split of the tile kernels into a scalar and a simd half.
+//
+// kernels.cpp routes each public kernel (ct/expr/kernels.hpp) to one of these by
+// settings::backend. The scalar half is also the reference the simd half must match bitwise
+// where the header promises it (sum, prod, max, min, and the exactly rounded elementwise ops).
+#pragma once
+#include "ct/expr/kernels.hpp"
+
+namespace ct::detail::kernels {
+
+/// Whether polynomial/FMA sites use one rounding (fused) or two (separate).
+inline bool is_fused(const settings& s) noexcept { return s.fma == fma_policy::fused; }
+
+// ---- scalar half (plain C++; src/kernels/scalar_elementwise.cpp, scalar_reduce.cpp)
+template <class T>
+void scalar_unary(unary_op op, const T* x, T* y, index_t n);
+template <class T>
+void scalar_binary(binary_op op, const T* a, bool a_uniform, const T* b, bool b_uniform, T* y, index_t n);
+template <class T>
+void scalar_muladd(const T* a, bool a_uniform, const T* b, bool b_uniform, const T* c, bool c_uniform, T* y,
+                   index_t n, bool fused);
+template <class T>
+void scalar_sum(lane_accumulator& acc, const T* x, index_t n);
+template <class T>
+void scalar_prod(lane_accumulator& acc, const T* x, index_t n);
+template <class T>
+void scalar_max(extreme_state<T>& st, const T* x, index_t n, index_t first_index);
+template <class T>
+void scalar_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index);
+
+// ---- simd half (Highway, runtime dispatch; src/kernels/simd_elementwise.cpp, simd_reduce.cpp)
+// Plain overloads rather than templates: each file defines them next to its dispatch tables.
+#define CT_KERNELS_DECLARE_SIMD(T)                                                                         \
+  void simd_unary(unary_op op, const T* x, T* y, index_t n, bool fused);                                 \
+  void simd_binary(binary_op op, const T* a, bool a_uniform, const T* b, bool b_uniform, T* y, index_t n); \
+  void simd_muladd(const T* a, bool a_uniform, const T* b, bool b_uniform, const T* c, bool c_uniform,    \
+                   T* y, index_t n, bool fused);                                                         \
+  void simd_sum(lane_accumulator& acc, const T* x, index_t n);                                           \
+  void simd_prod(lane_accumulator& acc, const T* x, index_t n);                                          \
+  void simd_max(extreme_state<T>& st, const T* x, index_t n, index_t first_index);                       \
+  void simd_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index);
+CT_KERNELS_DECLARE_SIMD(float)
+CT_KERNELS_DECLARE_SIMD(double)
+#undef CT_KERNELS_DECLARE_SIMD
+const char* simd_target() noexcept;  // src/kernels/simd_target.cpp
+
+}  // namespace ct::detail::kernels

@@ -1,0 +1,12 @@
+// src/kernels/fp_contract_off.hpp — include FIRST in every kernel source (before any header).
+//
+// fma_policy::separate promises two roundings for a*b+c, but g++ contracts a multiply feeding
+// an add into one FMA by default (-ffp-contract=fast, also under -std=c++20) wherever the
+// target has FMA — as inside Highway's AVX2/AVX-512 code. The optimize pragma switches that off
+// for everything that follows in the translation unit, headers included, so inlining sees
+// uniform options. Clang only contracts within one source expression (-ffp-contract=on), which
+// the kernels never write (a product is always its own statement or a separate hn::Mul).
+#pragma once
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#endif

@@ -1,0 +1,86 @@
+// src/kernels/kernels.cpp — the public tile kernels: route each call to the scalar or simd half.
+#include "src/kernels/fp_contract_off.hpp"  // must stay first
+#include "detail.hpp"
+
+namespace ct::detail::kernels {
+
+template <class T>
+void unary(unary_op op, const T* x, T* y, index_t n, const settings& s) {
+  if (n <= 0) return;
+  if (s.backend == backend::simd)
+    simd_unary(op, x, y, n, is_fused(s));
+  else
+    scalar_unary(op, x, y, n);
+}
+
+template <class T>
+void binary(binary_op op, const T* a, bool a_uniform, const T* b, bool b_uniform, T* y, index_t n,
+            const settings& s) {
+  if (n <= 0) return;
+  if (s.backend == backend::simd)
+    simd_binary(op, a, a_uniform, b, b_uniform, y, n);
+  else
+    scalar_binary(op, a, a_uniform, b, b_uniform, y, n);
+}
+
+template <class T>
+void muladd(const T* a, bool a_uniform, const T* b, bool b_uniform, const T* c, bool c_uniform, T* y,
+            index_t n, const settings& s) {
+  if (n <= 0) return;
+  if (s.backend == backend::simd)
+    simd_muladd(a, a_uniform, b, b_uniform, c, c_uniform, y, n, is_fused(s));
+  else
+    scalar_muladd(a, a_uniform, b, b_uniform, c, c_uniform, y, n, is_fused(s));
+}
+
+template <class T>
+void sum_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s) {
+  if (n <= 0) return;
+  if (s.backend == backend::simd)
+    simd_sum(acc, x, n);
+  else
+    scalar_sum(acc, x, n);
+}
+
+template <class T>
+void prod_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s) {
+  if (n <= 0) return;
+  if (s.backend == backend::simd)
+    simd_prod(acc, x, n);
+  else
+    scalar_prod(acc, x, n);
+}
+
+template <class T>
+void max_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s) {
+  if (n <= 0) return;
+  if (s.backend == backend::simd)
+    simd_max(st, x, n, first_index);
+  else
+    scalar_max(st, x, n, first_index);
+}
+
+template <class T>
+void min_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s) {
+  if (n <= 0) return;
+  if (s.backend == backend::simd)
+    simd_min(st, x, n, first_index);
+  else
+    scalar_min(st, x, n, first_index);
+}
+
+const char* simd_target_name() noexcept { return simd_target(); }
+
+#define CT_KERNELS_INSTANTIATE(T)                                                                        \
+  template void unary<T>(unary_op, const T*, T*, index_t, const settings&);                             \
+  template void binary<T>(binary_op, const T*, bool, const T*, bool, T*, index_t, const settings&);     \
+  template void muladd<T>(const T*, bool, const T*, bool, const T*, bool, T*, index_t, const settings&); \
+  template void sum_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&);               \
+  template void prod_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&);              \
+  template void max_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&);      \
+  template void min_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&);
+CT_KERNELS_INSTANTIATE(float)
+CT_KERNELS_INSTANTIATE(double)
+#undef CT_KERNELS_INSTANTIATE
+
+}  // namespace ct::detail::kernels

@@ -1,0 +1,90 @@
+// src/kernels/scalar_reduce.cpp — the scalar backend of sum, prod, max and min, and the
+// lane accumulator's init/result. This is the definition the simd backend reproduces bitwise.
+#include "src/kernels/fp_contract_off.hpp"  // must stay first
+#include <cmath>
+
+#include "detail.hpp"
+
+namespace ct::detail::kernels {
+
+void sum_init(lane_accumulator& acc) noexcept {
+  for (double& l : acc.lane) l = 0.0;
+  acc.count = 0;
+}
+
+void prod_init(lane_accumulator& acc) noexcept {
+  for (double& l : acc.lane) l = 1.0;
+  acc.count = 0;
+}
+
+namespace {
+/// Pairwise tree over the lanes: each level combines neighbours (0,1), (2,3), …
+template <class Combine>
+double tree(const lane_accumulator& acc, Combine combine) noexcept {
+  double v[reduce_lanes];
+  for (int i = 0; i < reduce_lanes; ++i) v[i] = acc.lane[i];
+  for (int width = reduce_lanes; width > 1; width /= 2)
+    for (int i = 0; i < width / 2; ++i) v[i] = combine(v[2 * i], v[2 * i + 1]);
+  return v[0];
+}
+}  // namespace
+
+double sum_result(const lane_accumulator& acc) noexcept {
+  return tree(acc, [](double a, double b) { return a + b; });
+}
+double prod_result(const lane_accumulator& acc) noexcept {
+  return tree(acc, [](double a, double b) { return a * b; });
+}
+
+template <class T>
+void scalar_sum(lane_accumulator& acc, const T* x, index_t n) {
+  int lane = static_cast<int>(acc.count % reduce_lanes);
+  for (index_t i = 0; i < n; ++i) {
+    acc.lane[lane] += static_cast<double>(x[i]);
+    lane = (lane + 1) % reduce_lanes;
+  }
+  acc.count += n;
+}
+
+template <class T>
+void scalar_prod(lane_accumulator& acc, const T* x, index_t n) {
+  int lane = static_cast<int>(acc.count % reduce_lanes);
+  for (index_t i = 0; i < n; ++i) {
+    acc.lane[lane] *= static_cast<double>(x[i]);
+    lane = (lane + 1) % reduce_lanes;
+  }
+  acc.count += n;
+}
+
+namespace {
+/// One step of the extreme rule: the first NaN is final; else a strictly better value wins.
+template <class T, class Better>
+void extreme_step(extreme_state<T>& st, T v, index_t i, Better better) {
+  if (st.index >= 0 && std::isnan(st.value)) return;
+  if (st.index < 0 || std::isnan(v) || better(v, st.value)) {
+    st.value = v;
+    st.index = i;
+  }
+}
+}  // namespace
+
+template <class T>
+void scalar_max(extreme_state<T>& st, const T* x, index_t n, index_t first_index) {
+  for (index_t i = 0; i < n; ++i) extreme_step(st, x[i], first_index + i, [](T v, T m) { return v > m; });
+}
+
+template <class T>
+void scalar_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index) {
+  for (index_t i = 0; i < n; ++i) extreme_step(st, x[i], first_index + i, [](T v, T m) { return v < m; });
+}
+
+#define CT_INSTANTIATE(T)                                                                 \
+  template void scalar_sum<T>(lane_accumulator&, const T*, index_t);                     \
+  template void scalar_prod<T>(lane_accumulator&, const T*, index_t);                    \
+  template void scalar_max<T>(extreme_state<T>&, const T*, index_t, index_t);            \
+  template void scalar_min<T>(extreme_state<T>&, const T*, index_t, index_t);
+CT_INSTANTIATE(float)
+CT_INSTANTIATE(double)
+#undef CT_INSTANTIATE
+
+}  // namespace ct::detail::kernels

@@ -1,0 +1,109 @@
+// src/kernels/simd_exp-inl.h — exp and expm1 for the simd backend.
+//
+// x = k*ln2 + r with k = round(x/ln2) and |r| <= ln2/2 (Cody-Waite: ln2 split so that k*ln2_hi
+// is exact). e^r - 1 is a Taylor polynomial of r, long enough that its truncation error is far
+// below half an ulp; then e^x = 2^k (1 + p) and e^x - 1 = 2^k (p + (1 - 2^-k)).
+#if defined(CT_KERNELS_SIMD_EXP_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef CT_KERNELS_SIMD_EXP_INL_H_
+#undef CT_KERNELS_SIMD_EXP_INL_H_
+#else
+#define CT_KERNELS_SIMD_EXP_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include "src/kernels/simd_poly-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace ct::detail::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class T>
+struct exp_constants;
+template <>
+struct exp_constants<float> {
+  // ln2_hi has 9 significant bits: k*ln2_hi is exact for every k this code produces.
+  static constexpr float ln2_hi = 0.693359375f, ln2_lo = -2.12194440054690583e-4f;
+  static constexpr float exp_min = -104.0f, exp_max = 89.0f;  // beyond: 0 / inf after scaling
+  static constexpr float expm1_min = -18.0f;                  // below: -1 to float precision
+  static constexpr float expm1_k_max = 30.0f;                 // 1 - 2^-k == 1 above this
+};
+template <>
+struct exp_constants<double> {
+  // ln2_hi has 32 significant bits (the classic fdlibm split).
+  static constexpr double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+  static constexpr double exp_min = -746.0, exp_max = 710.0;
+  static constexpr double expm1_min = -40.0;
+  static constexpr double expm1_k_max = 60.0;
+};
+
+/// e^r - 1 for |r| <= ~0.35: r + r^2 (1/2! + r/3! + …). Degree 7 (float) / 13 (double) leaves a
+/// truncation error below 2^-27 / 2^-57 relative.
+template <bool kFused, class D, class V>
+HWY_INLINE V ExpM1Reduced(D d, V r) {
+  V q;
+  if constexpr (sizeof(hn::TFromD<D>) == 4) {
+    q = Horner<kFused>(d, r, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040);
+  } else {
+    q = Horner<kFused>(d, r, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
+                       1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800);
+  }
+  return Fma<kFused>(hn::Mul(r, r), q, r);
+}
+
+/// Splits x (already clamped to a finite range) into k and r = x - k*ln2.
+template <bool kFused, class D, class V>
+HWY_INLINE V ExpReduce(D d, V x, V& k) {
+  using T = hn::TFromD<D>;
+  using C = exp_constants<T>;
+  k = hn::Round(hn::Mul(x, hn::Set(d, static_cast<T>(1.44269504088896340736))));
+  const V r = Fnma<kFused>(k, hn::Set(d, C::ln2_hi), x);  // exact
+  return Fnma<kFused>(k, hn::Set(d, C::ln2_lo), r);
+}
+
+/// e^(x + x_lo) * 2^scale, for a small integral scale and |x_lo| far below ulp(x) (the tail of
+/// an argument held as hi + lo; it joins r after the exact reduction step). Callers that
+/// multiply a subnormal e^x by something use the scaled value, so the only rounding into the
+/// subnormal range comes last.
+template <bool kFused, class D, class V>
+HWY_INLINE V ExpScaled(D d, V x, V x_lo, hn::TFromD<D> scale) {
+  using C = exp_constants<hn::TFromD<D>>;
+  // The clamp only cuts where the result is 0 / inf anyway (a scale of 2^s needs s*ln2 < s more).
+  const V xc = hn::Min(hn::Max(x, hn::Set(d, C::exp_min - scale)), hn::Set(d, C::exp_max));
+  V k;
+  const V r = hn::Add(ExpReduce<kFused>(d, xc, k), x_lo);
+  const V e = ScaleByPow2(d, hn::Add(hn::Set(d, 1), ExpM1Reduced<kFused>(d, r)), hn::Add(k, hn::Set(d, scale)));
+  return hn::IfThenElse(hn::IsNaN(x), x, e);
+}
+
+template <bool kFused, class D, class V>
+HWY_INLINE V Exp(D d, V x) {
+  using C = exp_constants<hn::TFromD<D>>;
+  const V xc = hn::Min(hn::Max(x, hn::Set(d, C::exp_min)), hn::Set(d, C::exp_max));
+  V k;
+  const V r = ExpReduce<kFused>(d, xc, k);
+  const V e = ScaleByPow2(d, hn::Add(hn::Set(d, 1), ExpM1Reduced<kFused>(d, r)), k);
+  return hn::IfThenElse(hn::IsNaN(x), x, e);
+}
+
+template <bool kFused, class D, class V>
+HWY_INLINE V Expm1(D d, V x) {
+  using C = exp_constants<hn::TFromD<D>>;
+  const V xc = hn::Min(hn::Max(x, hn::Set(d, C::expm1_min)), hn::Set(d, C::exp_max));
+  V k;
+  const V r = ExpReduce<kFused>(d, xc, k);
+  const V p = ExpM1Reduced<kFused>(d, r);
+  // 1 - 2^-k is exact for the k that matter (|k| small); k = 0 leaves p untouched.
+  const V one = hn::Set(d, 1);
+  const V u = hn::Sub(one, Pow2(d, hn::Neg(hn::Min(k, hn::Set(d, C::expm1_k_max)))));
+  const V e = ScaleByPow2(d, hn::Add(p, u), k);
+  // x == 0 returns x itself so that expm1(-0) = -0.
+  return hn::IfThenElse(hn::Or(hn::IsNaN(x), hn::Eq(x, hn::Zero(d))), x, e);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace ct::detail::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard

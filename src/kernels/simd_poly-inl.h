@@ -1,0 +1,156 @@
+// src/kernels/simd_poly-inl.h — building blocks of the simd transcendentals: the FMA policy as
+// a compile-time switch, Horner evaluation, and exact powers of two.
+//
+// Per-target header (included once per Highway target through foreach_target.h).
+#if defined(CT_KERNELS_SIMD_POLY_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef CT_KERNELS_SIMD_POLY_INL_H_
+#undef CT_KERNELS_SIMD_POLY_INL_H_
+#else
+#define CT_KERNELS_SIMD_POLY_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace ct::detail::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// a*b + c under the FMA policy: one rounding (kFused) or two. Every polynomial and reduction
+/// step of the simd math goes through here, so the policy changes all of them together.
+/// Targets without an FMA unit (SSSE3, SSE4, scalar) emulate hn::MulAdd with two roundings,
+/// so there the two policies coincide in these functions (muladd itself stays exact).
+template <bool kFused, class V>
+HWY_INLINE V Fma(V a, V b, V c) {
+  if constexpr (kFused)
+    return hn::MulAdd(a, b, c);
+  else
+    return hn::Add(hn::Mul(a, b), c);
+}
+
+/// c - a*b under the FMA policy.
+template <bool kFused, class V>
+HWY_INLINE V Fnma(V a, V b, V c) {
+  if constexpr (kFused)
+    return hn::NegMulAdd(a, b, c);
+  else
+    return hn::Sub(c, hn::Mul(a, b));
+}
+
+/// c0 + x*(c1 + x*(c2 + …)) by Horner's rule; coefficients are given as doubles and rounded
+/// once to the lane type.
+template <bool kFused, class D, class V, class... C>
+HWY_INLINE V Horner(D d, V x, double c0, C... rest) {
+  if constexpr (sizeof...(rest) == 0) {
+    return hn::Set(d, static_cast<hn::TFromD<D>>(c0));
+  } else {
+    return Fma<kFused>(Horner<kFused>(d, x, rest...), x, hn::Set(d, static_cast<hn::TFromD<D>>(c0)));
+  }
+}
+
+/// Error-free product: hi + lo == a*b exactly (barring over/underflow). Fused: one FMA
+/// recovers the error; separate (or no FMA unit, where hn::MulSub would round twice):
+/// Dekker's product on Veltkamp halves, multiplies and adds only.
+template <bool kFused, class D, class V>
+HWY_INLINE V TwoProd(D d, V a, V b, V& lo) {
+  const V hi = hn::Mul(a, b);
+  if constexpr (kFused && HWY_NATIVE_FMA) {
+    lo = hn::MulSub(a, b, hi);
+  } else {
+    using T = hn::TFromD<D>;
+    const V split = hn::Set(d, sizeof(T) == 4 ? T(4097) : T(134217729));  // 2^12+1 / 2^27+1
+    const auto halves = [&](V v, V& v_lo) {
+      const V t = hn::Mul(split, v);
+      const V v_hi = hn::Sub(t, hn::Sub(t, v));
+      v_lo = hn::Sub(v, v_hi);
+      return v_hi;
+    };
+    V a_lo, b_lo;
+    const V a_hi = halves(a, a_lo), b_hi = halves(b, b_lo);
+    const V e1 = hn::Sub(hn::Mul(a_hi, b_hi), hi);
+    const V e2 = hn::Add(e1, hn::Mul(a_hi, b_lo));
+    const V e3 = hn::Add(e2, hn::Mul(a_lo, b_hi));
+    lo = hn::Add(e3, hn::Mul(a_lo, b_lo));
+  }
+  return hi;
+}
+
+/// Error-free sum: hi + lo == a + b exactly (Knuth's branch-free form).
+template <class V>
+HWY_INLINE V TwoSum(V a, V b, V& lo) {
+  const V s = hn::Add(a, b);
+  const V bb = hn::Sub(s, a);
+  lo = hn::Add(hn::Sub(a, hn::Sub(s, bb)), hn::Sub(b, bb));
+  return s;
+}
+
+/// IEEE layout of the lane type.
+template <class T>
+struct float_bits;
+template <>
+struct float_bits<float> {
+  static constexpr int mantissa = 23;
+  static constexpr int bias = 127;
+};
+template <>
+struct float_bits<double> {
+  static constexpr int mantissa = 52;
+  static constexpr int bias = 1023;
+};
+
+/// Float whose integral value k (|k| < 2^(mantissa-1)) sits in the low mantissa bits, and its
+/// inverse: integer <-> float conversion by one add, for either lane width.
+template <class D>
+HWY_INLINE hn::Vec<D> Shifter(D d) {
+  using T = hn::TFromD<D>;
+  return hn::Set(d, T(1.5) * static_cast<T>(1ull << float_bits<T>::mantissa));
+}
+
+/// 2^k for integral-valued k in the normal exponent range.
+template <class D>
+HWY_INLINE hn::Vec<D> Pow2(D d, hn::Vec<D> k) {
+  using T = hn::TFromD<D>;
+  const hn::RebindToSigned<D> di;
+  const auto shifter = Shifter(d);
+  const auto ki = hn::Sub(hn::BitCast(di, hn::Add(k, shifter)), hn::BitCast(di, shifter));
+  const auto biased = hn::Add(ki, hn::Set(di, static_cast<hn::TFromD<decltype(di)>>(float_bits<T>::bias)));
+  return hn::BitCast(d, hn::ShiftLeft<float_bits<T>::mantissa>(biased));
+}
+
+/// v * 2^k for integral k: exact unless the product leaves the normal range, where it
+/// over/underflows with one rounding. 2^k alone may not be representable, so the general path
+/// splits it into two factors whose first product stays exact. When every lane's k is moderate
+/// one factor suffices; the callers' products are then normal, hence exact either way, so both
+/// paths give the same bits.
+template <class D>
+HWY_INLINE hn::Vec<D> ScaleByPow2(D d, hn::Vec<D> v, hn::Vec<D> k) {
+  using T = hn::TFromD<D>;
+  const auto moderate = hn::Le(hn::Abs(k), hn::Set(d, sizeof(T) == 4 ? T(120) : T(1000)));
+  if (HWY_LIKELY(hn::AllTrue(d, moderate))) return hn::Mul(v, Pow2(d, k));
+  const auto k1 = hn::Floor(hn::Mul(k, hn::Set(d, T(0.5))));
+  const auto k2 = hn::Sub(k, k1);
+  return hn::Mul(hn::Mul(v, Pow2(d, k1)), Pow2(d, k2));
+}
+
+/// Evaluates f (a function of double lanes) on float lanes: each half is promoted to double,
+/// mapped and demoted back. Used where float needs more than float precision internally.
+template <class D, class F>
+HWY_INLINE hn::Vec<D> InDouble(D d, hn::Vec<D> x, F f) {
+  static_assert(sizeof(hn::TFromD<D>) == 4, "for float lanes");
+#if HWY_TARGET == HWY_SCALAR
+  const hn::Rebind<double, D> dd;  // one lane: no halves
+  return hn::DemoteTo(d, f(dd, hn::PromoteTo(dd, x)));
+#else
+  const hn::Half<D> dh;
+  const hn::Repartition<double, D> dd;
+  const auto lo = f(dd, hn::PromoteTo(dd, hn::LowerHalf(dh, x)));
+  const auto hi = f(dd, hn::PromoteTo(dd, hn::UpperHalf(dh, x)));
+  return hn::Combine(d, hn::DemoteTo(dh, hi), hn::DemoteTo(dh, lo));
+#endif
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace ct::detail::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard

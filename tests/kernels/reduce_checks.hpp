@@ -1,0 +1,137 @@
+// tests/kernels/reduce_checks.hpp — checks of the lane-wise sum/product and of max/min with
+// index against naive restatements of their definitions, feeding random cuts under every
+// setting. Used by test_reduce.cpp and, once per simd target, by test_targets.cpp.
+#pragma once
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "kernel_test_util.hpp"
+
+namespace ct_test_kernels {
+
+/// The header's definition, restated naively: lane k%32 accumulates element k in double, then a
+/// pairwise tree (0+1)+(2+3)… level by level.
+template <class T, bool product>
+double naive_lanes(const std::vector<T>& x) {
+  std::vector<double> lane(32, product ? 1.0 : 0.0);
+  for (size_t i = 0; i < x.size(); ++i)
+    lane[i % 32] = product ? lane[i % 32] * double(x[i]) : lane[i % 32] + double(x[i]);
+  while (lane.size() > 1) {
+    std::vector<double> next;
+    for (size_t i = 0; i < lane.size(); i += 2)
+      next.push_back(product ? lane[i] * lane[i + 1] : lane[i] + lane[i + 1]);
+    lane = next;
+  }
+  return lane[0];
+}
+
+/// Feeds x to a fresh accumulator in random cuts (some of length 0) and returns the result.
+template <class T, bool product>
+double feed_in_cuts(const std::vector<T>& x, const ct::settings& s, rng& r, index_t max_cut) {
+  k::lane_accumulator acc;
+  product ? k::prod_init(acc) : k::sum_init(acc);
+  index_t pos = 0;
+  const index_t n = static_cast<index_t>(x.size());
+  while (pos < n) {
+    const index_t len = std::min(n - pos, r.below(max_cut + 1));
+    // Copy to a misaligned buffer so the kernel sees arbitrary alignment.
+    offset_buffer<T> chunk(len);
+    for (index_t i = 0; i < len; ++i) chunk[i] = x[static_cast<size_t>(pos + i)];
+    product ? k::prod_accumulate(acc, chunk.data(), len, s) : k::sum_accumulate(acc, chunk.data(), len, s);
+    pos += len;
+    REQUIRE(acc.count == pos);
+  }
+  return product ? k::prod_result(acc) : k::sum_result(acc);
+}
+
+template <class T, bool product>
+inline void check_lanes() {
+  rng r(product ? 11 : 12);
+  for (index_t n : tile_lengths()) {
+    std::vector<T> x(static_cast<size_t>(n));
+    // Products near 1 stay finite; sums mix magnitudes so that order matters.
+    for (auto& v : x)
+      v = product ? static_cast<T>(r.uniform(0.9, 1.1)) : static_cast<T>(r.uniform(-1, 1) * std::exp(r.uniform(-20, 20)));
+    const double want = naive_lanes<T, product>(x);
+    for (const auto& s : all_settings())
+      for (index_t max_cut : {index_t(1), index_t(5), index_t(40), index_t(300), index_t(5000)}) {
+        const double got = feed_in_cuts<T, product>(x, s, r, max_cut);
+        INFO(describe(s) << " n=" << n << " max_cut=" << max_cut << " got " << got << " want " << want);
+        REQUIRE(same_bits(got, want));
+      }
+  }
+}
+
+
+template <class T, bool is_max>
+k::extreme_state<T> naive_extreme(const std::vector<T>& x, index_t first_index) {
+  k::extreme_state<T> st{T(0), -1};
+  for (size_t i = 0; i < x.size(); ++i) {
+    const T v = x[i];
+    const index_t idx = first_index + static_cast<index_t>(i);
+    if (st.index < 0) {
+      st = {v, idx};
+    } else if (std::isnan(st.value)) {
+      break;
+    } else if (std::isnan(v) || (is_max ? v > st.value : v < st.value)) {
+      st = {v, idx};
+    }
+  }
+  return st;
+}
+
+template <class T, bool is_max>
+k::extreme_state<T> extreme_in_cuts(const std::vector<T>& x, index_t first_index, const ct::settings& s,
+                                    rng& r, index_t max_cut) {
+  k::extreme_state<T> st;
+  k::extreme_init(st);
+  index_t pos = 0;
+  const index_t n = static_cast<index_t>(x.size());
+  while (pos < n) {
+    const index_t len = std::min(n - pos, r.below(max_cut + 1));
+    offset_buffer<T> chunk(len);
+    for (index_t i = 0; i < len; ++i) chunk[i] = x[static_cast<size_t>(pos + i)];
+    if (is_max)
+      k::max_accumulate(st, chunk.data(), len, first_index + pos, s);
+    else
+      k::min_accumulate(st, chunk.data(), len, first_index + pos, s);
+    pos += len;
+  }
+  return st;
+}
+
+template <class T, bool is_max>
+inline void check_extreme() {
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const T inf = std::numeric_limits<T>::infinity();
+  rng r(is_max ? 3 : 4);
+  for (index_t n : tile_lengths()) {
+    for (int pattern = 0; pattern < 6; ++pattern) {
+      std::vector<T> x(static_cast<size_t>(n));
+      for (auto& v : x) {
+        switch (pattern) {
+          case 0: v = static_cast<T>(r.uniform(-1e3, 1e3)); break;
+          case 1: v = static_cast<T>(r.below(5)) - T(2); break;  // many ties
+          case 2: v = r.below(2) ? T(0) : -T(0); break;           // ties between +0 and -0
+          case 3: v = r.below(40) ? static_cast<T>(r.uniform(-1, 1)) : (r.below(2) ? inf : -inf); break;
+          default: v = r.below(50) ? static_cast<T>(r.uniform(-1, 1)) : nan; break;  // 4, 5: NaNs
+        }
+      }
+      if (pattern == 5 && n > 0) x.back() = nan;  // a NaN only at the very end
+      const index_t first = 1000 * pattern;
+      const auto want = naive_extreme<T, is_max>(x, first);
+      for (const auto& s : all_settings())
+        for (index_t max_cut : {index_t(1), index_t(9), index_t(70), index_t(5000)}) {
+          const auto got = extreme_in_cuts<T, is_max>(x, first, s, r, max_cut);
+          INFO(describe(s) << " n=" << n << " pattern " << pattern << " cut " << max_cut << " got (" << got.value
+                           << ", " << got.index << ") want (" << want.value << ", " << want.index << ")");
+          REQUIRE(got.index == want.index);
+          REQUIRE(same_bits(got.value, want.value));
+        }
+    }
+  }
+}
+
+
+}  // namespace ct_test_kernels

@@ -1,0 +1,115 @@
+// tests/kernels/test_targets.cpp — the simd backend on every Highway target this CPU can run
+// (e.g. AVX3, AVX2, SSE4, SSSE3 and the portable fallback), not only the one dispatch picks:
+// dispatch is pinned to each in turn and the target-sensitive properties are re-checked.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+
+#include "../../src/kernels/target_control.hpp"
+#include "accuracy_sweep.hpp"
+#include "kernel_test_util.hpp"
+#include "reduce_checks.hpp"
+
+using namespace ct_test_kernels;
+
+namespace {
+
+/// Pins dispatch for the scope's lifetime and restores the normal choice afterwards.
+struct pinned_target {
+  explicit pinned_target(std::int64_t t) { k::simd_pin_target(t); }
+  ~pinned_target() { k::simd_pin_target(0); }
+  pinned_target(const pinned_target&) = delete;
+  pinned_target& operator=(const pinned_target&) = delete;
+};
+
+const std::vector<ct::settings>& simd_settings() {
+  static const std::vector<ct::settings> v{{ct::backend::simd, ct::fma_policy::fused},
+                                           {ct::backend::simd, ct::fma_policy::separate}};
+  return v;
+}
+
+template <class T>
+void check_muladd_rounding() {
+  const T eps = std::numeric_limits<T>::epsilon();
+  std::vector<T> a(37, T(1) + eps), b(37, T(1) - eps), c(37, T(-1)), y(37);
+  k::muladd(a.data(), false, b.data(), false, c.data(), false, y.data(), 37, simd_settings()[0]);
+  for (T v : y) REQUIRE(same_bits(v, -eps * eps));  // fused, also where the target has no FMA unit
+  k::muladd(a.data(), false, b.data(), false, c.data(), false, y.data(), 37, simd_settings()[1]);
+  for (T v : y) REQUIRE(same_bits(v, T(0)));
+}
+
+template <class T>
+void check_special_values() {
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  struct expect {
+    unary_op op;
+    T in, out;
+  };
+  const std::vector<expect> cases{
+      {unary_op::exp, inf, inf},    {unary_op::exp, -inf, 0},      {unary_op::expm1, -inf, -1},
+      {unary_op::log, 0, -inf},     {unary_op::log, -1, nan},      {unary_op::log, inf, inf},
+      {unary_op::log1p, -1, -inf},  {unary_op::sin, inf, nan},     {unary_op::sin, -T(0), -T(0)},
+      {unary_op::tanh, -inf, -1},   {unary_op::sigmoid, -inf, 0},  {unary_op::relu, nan, nan},
+      {unary_op::gelu, -inf, -T(0)}, {unary_op::silu, -inf, -T(0)}, {unary_op::cos, 0, 1},
+  };
+  for (const auto& s : simd_settings()) {
+    for (const auto& c : cases) {
+      std::vector<T> x(21, T(0.25)), y(21);
+      x[3] = x[20] = c.in;  // in a full vector and in the padded tail
+      k::unary(c.op, x.data(), y.data(), 21, s);
+      for (size_t i : {size_t(3), size_t(20)}) {
+        INFO(describe(s) << " op " << int(c.op) << " in " << c.in << " got " << y[i]);
+        CHECK((std::isnan(c.out) ? std::isnan(y[i]) : same_bits(y[i], c.out)));
+      }
+    }
+    // NaN in, NaN out, for every op.
+    for (int op = 0; op <= static_cast<int>(unary_op::reciprocal); ++op) {
+      std::vector<T> x(5, nan), y(5);
+      k::unary(static_cast<unary_op>(op), x.data(), y.data(), 5, s);
+      INFO("op " << op);
+      CHECK(std::isnan(y[4]));
+    }
+  }
+}
+
+void check_position_independence() {
+  rng r(21);
+  std::vector<double> xs(67);
+  for (auto& v : xs) v = r.uniform(-30, 30);
+  for (const auto& s : simd_settings())
+    for (int op = 0; op <= static_cast<int>(unary_op::reciprocal); ++op) {
+      std::vector<double> whole(xs.size());
+      k::unary(static_cast<unary_op>(op), xs.data(), whole.data(), static_cast<index_t>(xs.size()), s);
+      for (size_t i = 0; i < xs.size(); ++i) {
+        double alone;
+        k::unary(static_cast<unary_op>(op), &xs[i], &alone, 1, s);
+        if (!same_bits(alone, whole[i]) && !(std::isnan(alone) && std::isnan(whole[i])))
+          FAIL(describe(s) << " op " << op << " x=" << xs[i]);
+      }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("every available simd target meets the kernel contracts", "[kernels][targets]") {
+  const auto targets = k::simd_available_targets();
+  REQUIRE(!targets.empty());
+  for (std::int64_t t : targets) {
+    pinned_target pin(t);
+    INFO("target " << k::simd_target_label(t));
+    REQUIRE(std::string(k::simd_target_name()) == k::simd_target_label(t));
+    check_lanes<float, false>();
+    check_lanes<double, false>();
+    check_lanes<float, true>();
+    check_lanes<double, true>();
+    check_extreme<float, true>();
+    check_extreme<double, false>();
+    check_muladd_rounding<float>();
+    check_muladd_rounding<double>();
+    check_special_values<float>();
+    check_special_values<double>();
+    check_position_independence();
+    check_accuracy<float>(4.0, 16411, simd_settings());
+    check_accuracy<double>(4.0, 20000, simd_settings());
+  }
+}
