@@ -33,6 +33,12 @@ class shared_ranges {
   void run_and_wait() {
     work();
     std::uint64_t g = gate_.fetch_or(closed_bit) | closed_bit;
+    // Helpers still inside are usually finishing their last chunk: spin briefly before
+    // sleeping, because a futex wake-up costs more (measured ~16 us on a VM) than the tail.
+    for (int spin = 0; spin < spin_limit && g != closed_bit; ++spin) {
+      pause();
+      g = gate_.load();
+    }
     while (g != closed_bit) {
       gate_.wait(g);
       g = gate_.load();
@@ -44,6 +50,13 @@ class shared_ranges {
 
  private:
   static constexpr std::uint64_t closed_bit = 1, one_helper = 2;
+  static constexpr int spin_limit = 20000;  // a few tens of microseconds
+
+  static void pause() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
 
   bool enter() noexcept {
     std::uint64_t g = gate_.load();
