@@ -190,6 +190,29 @@ class plan {
   /// Runs a non-load instruction over n elements (shared by both walk orders).
   void exec_op(int i, index_t n, void* const* ptr, const char* uni, void* out) const;
 
+  /// Offsets of group g's first element in every operand (row-major over retained axes).
+  void group_offsets(index_t g, std::vector<index_t>& offsets) const {
+    std::fill(offsets.begin(), offsets.end(), 0);
+    for (int a = static_cast<int>(k_extents_.size()) - 1; a >= 0; --a) {
+      const index_t e = k_extents_[a], c = g % e;
+      g /= e;
+      for (std::size_t k = 0; k < offsets.size(); ++k) offsets[k] += c * k_strides_[static_cast<std::size_t>(a)][k];
+    }
+  }
+
+  /// Steps the odometer over the outer merged reduced axes (all but the innermost), moving
+  /// every operand's offset along; false once every position was visited.
+  bool next_outer(std::vector<index_t>& offsets, std::vector<index_t>& idx) const {
+    for (int a = static_cast<int>(walk_.size()) - 2; a >= 0; --a) {
+      const axis_walk& w = walk_[static_cast<std::size_t>(a)];
+      for (std::size_t k = 0; k < offsets.size(); ++k) offsets[k] += w.strides[k];
+      if (++idx[static_cast<std::size_t>(a)] < w.extent) return true;
+      for (std::size_t k = 0; k < offsets.size(); ++k) offsets[k] -= w.strides[k] * w.extent;
+      idx[static_cast<std::size_t>(a)] = 0;
+    }
+    return false;
+  }
+
  private:
 
   template <class T>
@@ -684,7 +707,6 @@ struct group_runner {
   template <class Body>
   void walk(Body&& body) {
     const auto& w = pl.walk_;
-    const std::size_t ops = offsets.size();
     const index_t inner = w.back().extent;
     if (inner == 0) return;
     const int outer = static_cast<int>(w.size()) - 1;
@@ -698,30 +720,16 @@ struct group_runner {
     saved = offsets;
     idx.assign(static_cast<std::size_t>(outer), 0);
     index_t pos = 0;
-    for (;;) {
+    do {
       offsets = base;
       for (index_t start = 0; start < inner; start += pl.tile_) body(std::min(pl.tile_, inner - start), pos + start, start);
       pos += inner;
-      int a = outer - 1;
-      for (; a >= 0; --a) {
-        for (std::size_t k = 0; k < ops; ++k) base[k] += w[static_cast<std::size_t>(a)].strides[k];
-        if (++idx[static_cast<std::size_t>(a)] < w[static_cast<std::size_t>(a)].extent) break;
-        for (std::size_t k = 0; k < ops; ++k) base[k] -= w[static_cast<std::size_t>(a)].strides[k] * w[static_cast<std::size_t>(a)].extent;
-        idx[static_cast<std::size_t>(a)] = 0;
-      }
-      if (a < 0) break;
-    }
+    } while (pl.next_outer(base, idx));
     offsets = saved;
   }
 
   void run_group(index_t g) {
-    // Offsets of the group's first element in every operand (row-major over retained axes).
-    std::fill(offsets.begin(), offsets.end(), 0);
-    for (int a = static_cast<int>(pl.k_extents_.size()) - 1; a >= 0; --a) {
-      index_t e = pl.k_extents_[a], c = g % e;
-      g /= e;
-      for (std::size_t k = 0; k < offsets.size(); ++k) offsets[k] += c * pl.k_strides_[static_cast<std::size_t>(a)][k];
-    }
+    pl.group_offsets(g, offsets);
     const std::size_t dest_k = offsets.size() - 1;
     for (std::size_t ps = 0; ps < pl.passes_.size(); ++ps) {
       const pass_plan& pp = pl.passes_[ps];
@@ -951,16 +959,10 @@ struct column_runner {
 
   void run_block(index_t g, index_t count) {
     block = count;
-    std::fill(offsets.begin(), offsets.end(), 0);
-    for (int a = static_cast<int>(pl.k_extents_.size()) - 1; a >= 0; --a) {
-      index_t e = pl.k_extents_[a], c = g % e;
-      g /= e;
-      for (std::size_t k = 0; k < offsets.size(); ++k) offsets[k] += c * pl.k_strides_[static_cast<std::size_t>(a)][k];
-    }
+    pl.group_offsets(g, offsets);
     // Walk every reduced position (outer axes by odometer, the inner one step by step).
     auto walk = [&](auto&& body) {
       const auto& w = pl.walk_;
-      const std::size_t ops = offsets.size();
       const index_t inner = w.back().extent;
       if (inner == 0) return;
       const int outer = static_cast<int>(w.size()) - 1;
@@ -973,18 +975,10 @@ struct column_runner {
       saved = offsets;
       idx.assign(static_cast<std::size_t>(outer), 0);
       index_t pos = 0;
-      for (;;) {
+      do {
         for (index_t start = 0; start < inner; ++start) body(pos + start, start);
         pos += inner;
-        int a = outer - 1;
-        for (; a >= 0; --a) {
-          for (std::size_t k = 0; k < ops; ++k) offsets[k] += w[static_cast<std::size_t>(a)].strides[k];
-          if (++idx[static_cast<std::size_t>(a)] < w[static_cast<std::size_t>(a)].extent) break;
-          for (std::size_t k = 0; k < ops; ++k) offsets[k] -= w[static_cast<std::size_t>(a)].strides[k] * w[static_cast<std::size_t>(a)].extent;
-          idx[static_cast<std::size_t>(a)] = 0;
-        }
-        if (a < 0) break;
-      }
+      } while (pl.next_outer(offsets, idx));
       offsets = saved;
     };
     for (std::size_t ps = 0; ps < pl.passes_.size(); ++ps) {

@@ -19,6 +19,18 @@
 
 namespace mm_test {
 
+/// Both backends, both FMA policies.
+inline const ct::settings all_settings[] = {{ct::backend::simd, ct::fma_policy::fused},
+                                            {ct::backend::simd, ct::fma_policy::separate},
+                                            {ct::backend::scalar, ct::fma_policy::fused},
+                                            {ct::backend::scalar, ct::fma_policy::separate}};
+
+inline std::string describe(const ct::settings& s) {
+  return std::string(s.backend == ct::backend::simd ? "simd" : "scalar") + "/" +
+         (s.fma == ct::fma_policy::fused ? "fused" : "separate");
+}
+
+
 using ct::index_t;
 
 struct reference {

@@ -13,19 +13,10 @@ using mm_test::count_bad;
 using mm_test::naive_matmul;
 using mm_test::operand;
 using mm_test::same_bits;
+using mm_test::all_settings;
+using mm_test::describe;
 
 namespace {
-
-// Both backends, both FMA policies.
-const ct::settings all_settings[] = {{ct::backend::simd, ct::fma_policy::fused},
-                                     {ct::backend::simd, ct::fma_policy::separate},
-                                     {ct::backend::scalar, ct::fma_policy::fused},
-                                     {ct::backend::scalar, ct::fma_policy::separate}};
-
-std::string describe(const ct::settings& s) {
-  return std::string(s.backend == ct::backend::simd ? "simd" : "scalar") + "/" +
-         (s.fma == ct::fma_policy::fused ? "fused" : "separate");
-}
 
 template <class T>
 void check_against_reference(const ct::tensor<T>& a, const ct::tensor<T>& b) {

@@ -21,18 +21,10 @@
 using ct::index_t;
 using mm_test::operand;
 using mm_test::same_bits;
+using mm_test::all_settings;
+using mm_test::describe;
 
 namespace {
-
-const ct::settings all_settings[] = {{ct::backend::simd, ct::fma_policy::fused},
-                                     {ct::backend::simd, ct::fma_policy::separate},
-                                     {ct::backend::scalar, ct::fma_policy::fused},
-                                     {ct::backend::scalar, ct::fma_policy::separate}};
-
-std::string describe(const ct::settings& s) {
-  return std::string(s.backend == ct::backend::simd ? "simd" : "scalar") + "/" +
-         (s.fma == ct::fma_policy::fused ? "fused" : "separate");
-}
 
 // One product to run under many executors: a @ b into a fresh tensor, or into a strided
 // destination (every other column of a bigger tensor) when strided_out names its shape.
