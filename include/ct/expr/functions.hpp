@@ -14,79 +14,61 @@ namespace ct {
 
 namespace detail {
 
-template <kernels::unary_op K, bool FloatOnly>
-struct unary_fn {
+// The operation structs differ only in opcode, sub-operation and result type; this base
+// emits the one instruction they all lower to.
+template <opcode Code, std::uint8_t Sub = 0>
+struct simple_fn {
+  template <std::size_t N>
+  int emit(program& p, dtype t, const std::array<int, N>& r) const {
+    return emit_simple(p, Code, Sub, t, r);
+  }
+};
+
+template <kernels::unary_op K>
+struct unary_fn : simple_fn<opcode::unary, static_cast<std::uint8_t>(K)> {
   static constexpr const char* name = "unary";
   template <class T>
   using result = T;
-  template <std::size_t N>
-  int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple(p, opcode::unary, static_cast<std::uint8_t>(K), t, r);
-  }
 };
 
 template <kernels::binary_op K>
-struct binary_fn {
+struct binary_fn : simple_fn<opcode::binary, static_cast<std::uint8_t>(K)> {
   static constexpr const char* name = "binary";
   template <class T, class U>
   using result = T;
-  template <std::size_t N>
-  int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple(p, opcode::binary, static_cast<std::uint8_t>(K), t, r);
-  }
 };
 
 template <compare_op C>
-struct compare_fn {
+struct compare_fn : simple_fn<opcode::compare, static_cast<std::uint8_t>(C)> {
   static constexpr const char* name = "compare";
   template <class T, class U>
   using result = bool;
-  template <std::size_t N>
-  int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple(p, opcode::compare, static_cast<std::uint8_t>(C), t, r);
-  }
 };
 
 template <opcode Code>
-struct logical_fn {
+struct logical_fn : simple_fn<Code> {
   static constexpr const char* name = "logical";
   template <class... T>
   using result = bool;
-  template <std::size_t N>
-  int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple(p, Code, 0, t, r);
-  }
 };
 
-struct where_fn {
+struct where_fn : simple_fn<opcode::where> {
   static constexpr const char* name = "where";
   template <class C, class T, class U>
   using result = T;
-  template <std::size_t N>
-  int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple(p, opcode::where, 0, t, r);
-  }
 };
 
-struct muladd_fn {
+struct muladd_fn : simple_fn<opcode::muladd> {
   static constexpr const char* name = "muladd";
   template <class T, class U, class V>
   using result = T;
-  template <std::size_t N>
-  int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple(p, opcode::muladd, 0, t, r);
-  }
 };
 
 template <element U>
-struct cast_fn {
+struct cast_fn : simple_fn<opcode::cast> {
   static constexpr const char* name = "cast";
   template <class T>
   using result = U;
-  template <std::size_t N>
-  int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return emit_simple(p, opcode::cast, 0, t, r);
-  }
 };
 
 // ct::map: the functor runs per element on tiles, through a trampoline instantiated here.
@@ -177,7 +159,7 @@ CT_BINARY_OPERATOR(/, div, not_bool)
 template <detail::operand A>
 auto operator-(const A& a) {
   static_assert(detail::is_numeric_operand_v<A>, "ct: unary minus is not defined for bool");
-  return detail::make_fn(detail::unary_fn<detail::kernels::unary_op::neg, false>{}, detail::to_node(a));
+  return detail::make_fn(detail::unary_fn<detail::kernels::unary_op::neg>{}, detail::to_node(a));
 }
 
 /// Elementwise maximum / minimum of two operands (NaN propagates). For reductions see ct::max.
@@ -236,7 +218,7 @@ auto muladd(const A& a, const B& b, const C& c) {
     static_assert(detail::is_numeric_operand_v<A>, "ct::" #fname " is not defined for bool");              \
     static_assert(!(float_only) || detail::is_float_operand_v<A>,                                          \
                   "ct::" #fname " needs floating-point operands; use ct::cast<float>(...) first");          \
-    return detail::make_fn(detail::unary_fn<detail::kernels::unary_op::K, float_only>{}, detail::to_node(a)); \
+    return detail::make_fn(detail::unary_fn<detail::kernels::unary_op::K>{}, detail::to_node(a)); \
   }
 CT_UNARY_FUNCTION(abs, abs, false)
 CT_UNARY_FUNCTION(square, square, false)
