@@ -58,32 +58,53 @@ HWY_INLINE void ForEachVector(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, F f
 
 // ---- unary ---------------------------------------------------------------------------------
 
+/// One unary function on one vector; defined once here, used by the tile and chain kernels.
+template <unary_op kOp, bool kFused, class D, class V>
+HWY_INLINE V UnaryOp(D d, V v) {
+  using T = hn::TFromD<D>;
+  if constexpr (kOp == unary_op::neg) return hn::Neg(v);
+  else if constexpr (kOp == unary_op::abs) return hn::Abs(v);
+  else if constexpr (kOp == unary_op::sqrt) return hn::Sqrt(v);
+  else if constexpr (kOp == unary_op::rsqrt) return hn::Div(hn::Set(d, T(1)), hn::Sqrt(v));
+  else if constexpr (kOp == unary_op::exp) return Exp<kFused>(d, v);
+  else if constexpr (kOp == unary_op::expm1) return Expm1<kFused>(d, v);
+  else if constexpr (kOp == unary_op::log) return Log<kFused>(d, v);
+  else if constexpr (kOp == unary_op::log1p) return Log1p<kFused>(d, v);
+  else if constexpr (kOp == unary_op::sin) return SinCos<0, kFused>(d, v);
+  else if constexpr (kOp == unary_op::cos) return SinCos<1, kFused>(d, v);
+  else if constexpr (kOp == unary_op::tanh) return Tanh<kFused>(d, v);
+  else if constexpr (kOp == unary_op::sigmoid) return Sigmoid<kFused>(d, v);
+  else if constexpr (kOp == unary_op::relu)  // x > 0 ? x : +0, NaN kept
+    return hn::IfThenElse(hn::Or(hn::Gt(v, hn::Zero(d)), hn::IsNaN(v)), v, hn::Zero(d));
+  else if constexpr (kOp == unary_op::gelu) return Gelu<kFused>(d, v);
+  else if constexpr (kOp == unary_op::silu) return Silu<kFused>(d, v);
+  else if constexpr (kOp == unary_op::square) return hn::Mul(v, v);
+  else return hn::Div(hn::Set(d, T(1)), v);  // reciprocal
+}
+
+/// Calls f(std::integral_constant<unary_op, op>) for the runtime op.
+template <class F>
+HWY_INLINE decltype(auto) WithUnaryOp(unary_op op, F&& f) {
+  using U = unary_op;
+  switch (op) {
+#define CT_UNARY_CASE(name) \
+  case U::name: return f(std::integral_constant<U, U::name>{});
+    CT_UNARY_CASE(neg) CT_UNARY_CASE(abs) CT_UNARY_CASE(sqrt) CT_UNARY_CASE(rsqrt) CT_UNARY_CASE(exp)
+    CT_UNARY_CASE(expm1) CT_UNARY_CASE(log) CT_UNARY_CASE(log1p) CT_UNARY_CASE(sin) CT_UNARY_CASE(cos)
+    CT_UNARY_CASE(tanh) CT_UNARY_CASE(sigmoid) CT_UNARY_CASE(relu) CT_UNARY_CASE(gelu) CT_UNARY_CASE(silu)
+    CT_UNARY_CASE(square)
+#undef CT_UNARY_CASE
+    case U::reciprocal: break;
+  }
+  return f(std::integral_constant<U, U::reciprocal>{});
+}
+
 template <bool kFused, class T>
 HWY_INLINE void UnaryTile(unary_op op, const T* x, T* y, index_t n) {
   const hn::ScalableTag<T> d;
   using V = hn::Vec<decltype(d)>;
   const Operand<false, decltype(d)> in{x};
-  const auto run = [&](auto f) { ForEachVector(d, y, n, f, in); };
-  switch (op) {
-    case unary_op::neg: return run([](V v) { return hn::Neg(v); });
-    case unary_op::abs: return run([](V v) { return hn::Abs(v); });
-    case unary_op::sqrt: return run([](V v) { return hn::Sqrt(v); });
-    case unary_op::rsqrt: return run([&](V v) { return hn::Div(hn::Set(d, T(1)), hn::Sqrt(v)); });
-    case unary_op::exp: return run([&](V v) { return Exp<kFused>(d, v); });
-    case unary_op::expm1: return run([&](V v) { return Expm1<kFused>(d, v); });
-    case unary_op::log: return run([&](V v) { return Log<kFused>(d, v); });
-    case unary_op::log1p: return run([&](V v) { return Log1p<kFused>(d, v); });
-    case unary_op::sin: return run([&](V v) { return SinCos<0, kFused>(d, v); });
-    case unary_op::cos: return run([&](V v) { return SinCos<1, kFused>(d, v); });
-    case unary_op::tanh: return run([&](V v) { return Tanh<kFused>(d, v); });
-    case unary_op::sigmoid: return run([&](V v) { return Sigmoid<kFused>(d, v); });
-    case unary_op::relu:  // x > 0 ? x : +0, NaN kept
-      return run([&](V v) { return hn::IfThenElse(hn::Or(hn::Gt(v, hn::Zero(d)), hn::IsNaN(v)), v, hn::Zero(d)); });
-    case unary_op::gelu: return run([&](V v) { return Gelu<kFused>(d, v); });
-    case unary_op::silu: return run([&](V v) { return Silu<kFused>(d, v); });
-    case unary_op::square: return run([](V v) { return hn::Mul(v, v); });
-    case unary_op::reciprocal: return run([&](V v) { return hn::Div(hn::Set(d, T(1)), v); });
-  }
+  WithUnaryOp(op, [&](auto k) { ForEachVector(d, y, n, [&](V v) { return UnaryOp<decltype(k)::value, kFused>(d, v); }, in); });
 }
 
 template <class T>
@@ -98,31 +119,45 @@ void UnaryF64(unary_op op, const double* x, double* y, index_t n, bool fused) { 
 
 // ---- binary --------------------------------------------------------------------------------
 
+/// One binary function on one vector (not pow). min/max as in the scalar backend: a NaN
+/// operand wins (a's first), ties keep a.
+template <binary_op kOp, class V>
+HWY_INLINE V BinaryOp(V p, V q) {
+  if constexpr (kOp == binary_op::add) return hn::Add(p, q);
+  else if constexpr (kOp == binary_op::sub) return hn::Sub(p, q);
+  else if constexpr (kOp == binary_op::mul) return hn::Mul(p, q);
+  else if constexpr (kOp == binary_op::div) return hn::Div(p, q);
+  else if constexpr (kOp == binary_op::min) {
+    const V m = hn::IfThenElse(hn::Lt(q, p), q, p);
+    return hn::IfThenElse(hn::IsNaN(p), p, hn::IfThenElse(hn::IsNaN(q), q, m));
+  } else {
+    static_assert(kOp == binary_op::max, "pow is not vectorised");
+    const V m = hn::IfThenElse(hn::Gt(q, p), q, p);
+    return hn::IfThenElse(hn::IsNaN(p), p, hn::IfThenElse(hn::IsNaN(q), q, m));
+  }
+}
+
+template <class F>
+HWY_INLINE void WithBinaryOp(binary_op op, F&& f) {
+  using B = binary_op;
+  switch (op) {
+    case B::add: return f(std::integral_constant<B, B::add>{});
+    case B::sub: return f(std::integral_constant<B, B::sub>{});
+    case B::mul: return f(std::integral_constant<B, B::mul>{});
+    case B::div: return f(std::integral_constant<B, B::div>{});
+    case B::min: return f(std::integral_constant<B, B::min>{});
+    case B::max: return f(std::integral_constant<B, B::max>{});
+    case B::pow: return;  // not vectorised: handled by the caller
+  }
+}
+
 template <bool kAU, bool kBU, class T>
 HWY_INLINE void BinaryTile(binary_op op, const T* a, const T* b, T* y, index_t n) {
   const hn::ScalableTag<T> d;
   using V = hn::Vec<decltype(d)>;
   const Operand<kAU, decltype(d)> pa{a};
   const Operand<kBU, decltype(d)> pb{b};
-  const auto run = [&](auto f) { ForEachVector(d, y, n, f, pa, pb); };
-  switch (op) {
-    case binary_op::add: return run([](V p, V q) { return hn::Add(p, q); });
-    case binary_op::sub: return run([](V p, V q) { return hn::Sub(p, q); });
-    case binary_op::mul: return run([](V p, V q) { return hn::Mul(p, q); });
-    case binary_op::div: return run([](V p, V q) { return hn::Div(p, q); });
-    // As in the scalar backend: a NaN operand wins (a's first), ties keep a.
-    case binary_op::min:
-      return run([](V p, V q) {
-        const V m = hn::IfThenElse(hn::Lt(q, p), q, p);
-        return hn::IfThenElse(hn::IsNaN(p), p, hn::IfThenElse(hn::IsNaN(q), q, m));
-      });
-    case binary_op::max:
-      return run([](V p, V q) {
-        const V m = hn::IfThenElse(hn::Gt(q, p), q, p);
-        return hn::IfThenElse(hn::IsNaN(p), p, hn::IfThenElse(hn::IsNaN(q), q, m));
-      });
-    case binary_op::pow: break;  // not vectorised: handled by the caller
-  }
+  WithBinaryOp(op, [&](auto k) { ForEachVector(d, y, n, [](V p, V q) { return BinaryOp<decltype(k)::value>(p, q); }, pa, pb); });
 }
 
 template <class T>

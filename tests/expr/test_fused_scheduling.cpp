@@ -3,6 +3,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <catch2/catch.hpp>
 #include <atomic>
+#include <cmath>
 #include <stdexcept>
 #include <thread>
 
@@ -193,4 +194,48 @@ TEST_CASE("contract §5: in-place and overlapping destinations give the right an
     ct::eval(v.slice(0, 0, 99) * 2.0, v.slice(0, 1, 100));  // shifted overlap, elementwise
     CHECK(ct_test::bitwise_equal(v.slice(0, 1, 100), want_shift));
   }
+}
+
+// Results of 16 MiB and more with long rows are written with non-temporal stores; the values
+// must be the ones a small evaluation gives, under any executor (the stores are fenced
+// before a callback returns), into contiguous destinations and views.
+TEST_CASE("large results (streaming stores) equal the same rows evaluated in small pieces", "[scheduling][fused]") {
+  const index_t rows = 4096, cols = 1024;  // 16 MiB of float results: at the streaming threshold
+  auto x = ct::random_uniform<float>({rows, cols}, 41, -20.0f, 20.0f);
+  auto w = ct::random_uniform<float>({cols}, 42, 0.5f, 1.5f);
+  auto expected_softmax = ct::zeros<float>({rows, cols});
+  auto expected_norm = ct::zeros<float>({rows, cols});
+  for (index_t r0 = 0; r0 < rows; r0 += 512) {  // 2 MiB pieces: ordinary stores
+    auto part = x.slice(0, r0, r0 + 512);
+    ct::eval(ct::softmax(part, -1), expected_softmax.slice(0, r0, r0 + 512));
+    ct::eval(ct::rms_norm(part, -1, 1e-5f, w), expected_norm.slice(0, r0, r0 + 512));
+  }
+  // Spot-check the pieces against the double reference too.
+  for (index_t r : {index_t(0), index_t(1234), rows - 1}) {
+    double m = -1e300, s = 0;
+    for (index_t c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(x(r, c)));
+    for (index_t c = 0; c < cols; ++c) s += std::exp(static_cast<double>(x(r, c)) - m);
+    for (index_t c = 0; c < cols; c += 97) {  // the bound of docs/expressions.md
+      const double d = static_cast<double>(x(r, c)) - m, p = std::exp(d) / s;
+      CHECK(std::abs(expected_softmax(r, c) - p) <= (std::abs(d) + 8) * std::ldexp(1.0, -24) * p + 1e-44);
+    }
+  }
+  executor_zoo zoo;
+  for (auto& [name, exec] : zoo.all()) {
+    ct::executor_scope scope(exec);
+    INFO("under " << name);
+    auto got = ct::eval(ct::softmax(x, -1));
+    CHECK(ct_test::bitwise_equal(got, expected_softmax));
+    auto norm = ct::zeros<float>({rows, cols});
+    ct::eval(ct::rms_norm(x, -1, 1e-5f, w), norm);
+    CHECK(ct_test::bitwise_equal(norm, expected_norm));
+  }
+  // A destination view that starts off a 64-byte boundary (head and tail of every row copied
+  // with ordinary stores, the middle streamed).
+  auto wide = ct::zeros<float>({rows, cols + 3});
+  auto view = wide.slice(1, 3, cols + 3);
+  ct::eval(ct::softmax(x, -1), view);
+  CHECK(ct_test::bitwise_equal(view.contiguous(), expected_softmax));
+  for (index_t r = 0; r < rows; r += 511)
+    for (index_t c = 0; c < 3; ++c) CHECK(wide(r, c) == 0.0f);
 }

@@ -107,7 +107,7 @@ inline void check_extreme() {
   const T inf = std::numeric_limits<T>::infinity();
   rng r(is_max ? 3 : 4);
   for (index_t n : tile_lengths()) {
-    for (int pattern = 0; pattern < 6; ++pattern) {
+    for (int pattern = 0; pattern < 7; ++pattern) {
       std::vector<T> x(static_cast<size_t>(n));
       for (auto& v : x) {
         switch (pattern) {
@@ -115,6 +115,9 @@ inline void check_extreme() {
           case 1: v = static_cast<T>(r.below(5)) - T(2); break;  // many ties
           case 2: v = r.below(2) ? T(0) : -T(0); break;           // ties between +0 and -0
           case 3: v = r.below(40) ? static_cast<T>(r.uniform(-1, 1)) : (r.below(2) ? inf : -inf); break;
+          case 6:  // the extreme is a zero of either sign among values on the other side
+            v = r.below(8) ? (is_max ? T(-1) : T(1)) * static_cast<T>(r.uniform(0.5, 2)) : (r.below(2) ? T(0) : -T(0));
+            break;
           default: v = r.below(50) ? static_cast<T>(r.uniform(-1, 1)) : nan; break;  // 4, 5: NaNs
         }
       }
