@@ -68,6 +68,20 @@ decltype(auto) with_type(dtype t, F&& f) {
 template <class T>
 constexpr bool is_float_v = std::is_floating_point_v<T>;
 
+// One value (a group's uniform: mean, 1/sqrt(var + eps), …) is computed by the scalar
+// kernels when the operation is exactly rounded, because the two backends then agree bitwise
+// and a plain call is far cheaper than a dispatched SIMD call on a one-element tile.
+// Transcendentals keep the caller's backend (their SIMD and scalar versions differ).
+inline bool exactly_rounded(kernels::unary_op op) {
+  using U = kernels::unary_op;
+  return op == U::neg || op == U::abs || op == U::sqrt || op == U::rsqrt || op == U::relu || op == U::square ||
+         op == U::reciprocal;
+}
+inline settings scalar_settings(settings s) {
+  s.backend = backend::scalar;
+  return s;
+}
+
 // Software prefetch of the bytes a tile will read prefetch_distance bytes from now. Between
 // two kernel calls the hardware prefetchers lose the stream; asking 16 KiB ahead kept one
 // core's reads near the DRAM rate (row sum of 4096x4096 f32: 1.86 -> 1.42 ms in a kernel-only
@@ -465,7 +479,7 @@ void plan::exec(int i, index_t n, void* const* ptr, const char* uni, void* out, 
     case opcode::unary: {
       auto op = static_cast<kernels::unary_op>(in.sub);
       if constexpr (is_float_v<T>) {
-        kernels::unary<T>(op, arg(0), y, n, s);
+        kernels::unary<T>(op, arg(0), y, n, n == 1 && exactly_rounded(op) ? scalar_settings(s) : s);
       } else if constexpr (!std::is_same_v<T, bool>) {
         const T* x = arg(0);
         using U = std::make_unsigned_t<T>;  // wrap-around like NumPy instead of UB
@@ -480,7 +494,7 @@ void plan::exec(int i, index_t n, void* const* ptr, const char* uni, void* out, 
     case opcode::binary: {
       auto op = static_cast<kernels::binary_op>(in.sub);
       if constexpr (is_float_v<T>) {
-        kernels::binary<T>(op, arg(0), u(0), arg(1), u(1), y, n, s);
+        kernels::binary<T>(op, arg(0), u(0), arg(1), u(1), y, n, n == 1 && op != kernels::binary_op::pow ? scalar_settings(s) : s);
       } else if constexpr (!std::is_same_v<T, bool>) {
         const T *a = arg(0), *b = arg(1);
         using U = std::make_unsigned_t<T>;
@@ -503,7 +517,7 @@ void plan::exec(int i, index_t n, void* const* ptr, const char* uni, void* out, 
       return;
     }
     case opcode::muladd:
-      if constexpr (is_float_v<T>) kernels::muladd<T>(arg(0), u(0), arg(1), u(1), arg(2), u(2), y, n, s);
+      if constexpr (is_float_v<T>) kernels::muladd<T>(arg(0), u(0), arg(1), u(1), arg(2), u(2), y, n, n == 1 ? scalar_settings(s) : s);
       return;
     case opcode::where: {
       const bool* c = static_cast<const bool*>(ptr[in.args[0]]);

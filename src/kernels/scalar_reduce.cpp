@@ -7,13 +7,17 @@
 
 namespace ct::detail::kernels {
 
+// Unrolled stores: as a plain loop g++ made this `rep stos`, which cost ~40 cycles per call
+// and was 10% of a layer norm over rows of 64.
 void sum_init(lane_accumulator& acc) noexcept {
-  for (double& l : acc.lane) l = 0.0;
+#pragma GCC unroll 32
+  for (int i = 0; i < reduce_lanes; ++i) acc.lane[i] = 0.0;
   acc.count = 0;
 }
 
 void prod_init(lane_accumulator& acc) noexcept {
-  for (double& l : acc.lane) l = 1.0;
+#pragma GCC unroll 32
+  for (int i = 0; i < reduce_lanes; ++i) acc.lane[i] = 1.0;
   acc.count = 0;
 }
 

@@ -21,8 +21,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 /// Adds (or multiplies) x[0..n) into lane[0..32); n is a multiple of 32 and x[0] belongs to
 /// lane 0. The 32 lanes live in 32/N independent vectors, so the dependency chains overlap.
+/// fresh: the lanes still hold their initial 0 (1 for products) and are not read — reading
+/// them right after the init's narrower stores stalls on store forwarding.
 template <bool kProduct, class T>
-HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT x, index_t n) {
+HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT x, index_t n, bool fresh) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<T, decltype(d)> dt;  // N elements of the input type
   constexpr size_t N = HWY_LANES(double);
@@ -30,7 +32,7 @@ HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT
   static_assert(kVecs * N == reduce_lanes, "32 lanes must split evenly into vectors");
   using V = hn::Vec<decltype(d)>;
   V acc[kVecs];
-  for (size_t j = 0; j < kVecs; ++j) acc[j] = hn::LoadU(d, lane + j * N);
+  for (size_t j = 0; j < kVecs; ++j) acc[j] = fresh ? hn::Set(d, kProduct ? 1.0 : 0.0) : hn::LoadU(d, lane + j * N);
   for (index_t i = 0; i < n; i += reduce_lanes) {
     // Fully unrolled so every accumulator stays in a register (a rolled loop indexes acc[]
     // through the stack: 55 GB/s from L2 instead of near the DRAM rate).
@@ -47,10 +49,10 @@ HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT
   for (size_t j = 0; j < kVecs; ++j) hn::StoreU(acc[j], d, lane + j * N);
 }
 
-void SumF32(double* lane, const float* x, index_t n) { AccumulateLanes<false>(lane, x, n); }
-void SumF64(double* lane, const double* x, index_t n) { AccumulateLanes<false>(lane, x, n); }
-void ProdF32(double* lane, const float* x, index_t n) { AccumulateLanes<true>(lane, x, n); }
-void ProdF64(double* lane, const double* x, index_t n) { AccumulateLanes<true>(lane, x, n); }
+void SumF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<false>(lane, x, n, fresh); }
+void SumF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<false>(lane, x, n, fresh); }
+void ProdF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<true>(lane, x, n, fresh); }
+void ProdF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<true>(lane, x, n, fresh); }
 
 // ---- max / min with position ----------------------------------------------------------------
 
@@ -143,7 +145,7 @@ void accumulate(lane_accumulator& acc, const T* x, index_t n, Bulk bulk) {
   scalar(x, head);
   const index_t rounds = (n - head) / reduce_lanes * reduce_lanes;
   if (rounds > 0) {
-    bulk(acc.lane, x + head, rounds);
+    bulk(acc.lane, x + head, rounds, acc.count == 0);  // count 0: nothing fed since the init
     acc.count += rounds;
   }
   scalar(x + head + rounds, n - head - rounds);
