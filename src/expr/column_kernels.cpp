@@ -30,7 +30,49 @@ HWY_INLINE void AddColumns(double* HWY_RESTRICT acc, const T* HWY_RESTRICT x, in
   for (; j < n; ++j) acc[j] += static_cast<double>(x[j]);
 }
 
+/// acc[j] += x[0][j]; acc[j] += x[s][j]; … over `rows` rows of stride s, in that order for
+/// every j: the same sums as `rows` calls of AddColumns, with one pass over acc per 8 rows
+/// (sum over axis 0 of 4096x4096 f32: 3.2 ms with one pass per row, 2.3-2.5 ms with 8).
+template <class T>
+HWY_INLINE void AddRowsOfColumns(double* HWY_RESTRICT acc, const T* HWY_RESTRICT x, index_t stride, index_t rows,
+                                 index_t n) {
+  const hn::ScalableTag<double> d;
+  const hn::Rebind<T, decltype(d)> dt;
+  const auto N = static_cast<index_t>(hn::Lanes(d));
+  const auto load = [&](const T* p) {
+    if constexpr (sizeof(T) == sizeof(double)) return hn::LoadU(d, p);
+    else return hn::PromoteTo(d, hn::LoadU(dt, p));
+  };
+  index_t r = 0;
+  constexpr index_t R = 8;
+  for (; r + R <= rows; r += R) {
+    const T* x0 = x + r * stride;
+    // The rows after these, so that the next round finds them in cache.
+    for (index_t b = 0; b < n * static_cast<index_t>(sizeof(T)); b += 64)
+      for (index_t k = R; k < 2 * R; ++k) __builtin_prefetch(reinterpret_cast<const unsigned char*>(x0 + k * stride) + b);
+    index_t j = 0;
+    for (; j + N <= n; j += N) {
+      auto a = hn::LoadU(d, acc + j);
+      HWY_UNROLL(8)
+      for (index_t k = 0; k < R; ++k) a = hn::Add(a, load(x0 + k * stride + j));
+      hn::StoreU(a, d, acc + j);
+    }
+    for (; j < n; ++j) {
+      double a = acc[j];
+      for (index_t k = 0; k < R; ++k) a += static_cast<double>(x0[k * stride + j]);
+      acc[j] = a;
+    }
+  }
+  for (; r < rows; ++r) AddColumns(acc, x + r * stride, n);
+}
+
 void AddF32(double* acc, const float* x, index_t n) { AddColumns(acc, x, n); }
+void AddRowsF32(double* acc, const float* x, index_t stride, index_t rows, index_t n) {
+  AddRowsOfColumns(acc, x, stride, rows, n);
+}
+void AddRowsF64(double* acc, const double* x, index_t stride, index_t rows, index_t n) {
+  AddRowsOfColumns(acc, x, stride, rows, n);
+}
 void AddF64(double* acc, const double* x, index_t n) { AddColumns(acc, x, n); }
 
 }  // namespace HWY_NAMESPACE
@@ -41,6 +83,14 @@ HWY_AFTER_NAMESPACE();
 namespace ct::detail::column {
 HWY_EXPORT(AddF32);
 HWY_EXPORT(AddF64);
+HWY_EXPORT(AddRowsF32);
+HWY_EXPORT(AddRowsF64);
+void add_rows(double* acc, const float* x, index_t stride, index_t rows, index_t n) {
+  HWY_DYNAMIC_DISPATCH(AddRowsF32)(acc, x, stride, rows, n);
+}
+void add_rows(double* acc, const double* x, index_t stride, index_t rows, index_t n) {
+  HWY_DYNAMIC_DISPATCH(AddRowsF64)(acc, x, stride, rows, n);
+}
 void add(double* acc, const float* x, index_t n) { HWY_DYNAMIC_DISPATCH(AddF32)(acc, x, n); }
 void add(double* acc, const double* x, index_t n) { HWY_DYNAMIC_DISPATCH(AddF64)(acc, x, n); }
 }  // namespace ct::detail::column

@@ -229,6 +229,27 @@ class plan {
   void build_geometry();
   void decide_mode();
   void plan_pass(int pass);
+
+ public:
+  /// Column mode: whether a reduction pass only sums contiguous float operands directly.
+  bool column_sums_only(const pass_plan& pp) const {
+    for (int i : pp.varying) {
+      const instruction& in = p_.code()[static_cast<std::size_t>(i)];
+      if (in.op != opcode::load || scalar_[static_cast<std::size_t>(i)] ||
+          k_strides_.back()[static_cast<std::size_t>(in.leaf)] != 1)
+        return false;
+    }
+    for (int r : pp.reducers) {
+      const instruction& in = p_.code()[static_cast<std::size_t>(r)];
+      const instruction& arg = p_.code()[static_cast<std::size_t>(in.args[0])];
+      if (in.sub != static_cast<std::uint8_t>(reduce_op::sum) || arg.op != opcode::load ||
+          (arg.type != dtype::f32 && arg.type != dtype::f64) || scalar_[static_cast<std::size_t>(in.args[0])])
+        return false;
+    }
+    return !pp.reducers.empty();
+  }
+
+ private:
   void plan_prefetch();
 
  public:
@@ -1067,6 +1088,21 @@ struct column_runner {
       auto slot = [&](int i) { return scratch + static_cast<std::size_t>(pp.slot[static_cast<std::size_t>(i)]) * pl.slot_bytes_; };
       if (ps + 1 < pl.passes_.size()) {
         for (int r : pp.reducers) init_reducer(r);
+        if (pl.walk_.size() == 1 && pl.column_sums_only(pp)) {
+          // Plain sums of operands (sum over axis 0): whole runs of reduced positions at once.
+          for (int r : pp.reducers) {
+            const instruction& load = p.code()[static_cast<std::size_t>(p.code()[static_cast<std::size_t>(r)].args[0])];
+            const auto l = static_cast<std::size_t>(load.leaf);
+            const leaf_info& leaf = p.leaves()[l];
+            const index_t stride = pl.walk_.back().strides[l], rows = pl.walk_.back().extent;
+            if (leaf.type == dtype::f32)
+              column::add_rows(state_of(r).dvalue, static_cast<const float*>(leaf.data) + offsets[l], stride, rows, block);
+            else
+              column::add_rows(state_of(r).dvalue, static_cast<const double*>(leaf.data) + offsets[l], stride, rows, block);
+          }
+          for (int r : pp.reducers) finish_reducer(r);
+          continue;
+        }
         walk([&](index_t pos, index_t start) {
           for (int i : pp.varying) exec(i, start, slot(i));
           for (int r : pp.reducers) feed_reducer(r, pos);

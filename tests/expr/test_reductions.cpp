@@ -252,3 +252,19 @@ TEST_CASE("reduce: reductions over a strided outer axis (column walk) match refe
   }
   CHECK(am(4) == 5);  // first index on ties
 }
+
+// A sum over an outer axis adds each column sequentially in double (docs/expressions.md), so
+// its result is known exactly; runs of reduced positions are summed several rows per pass.
+TEMPLATE_TEST_CASE("reduce: sum over axis 0 is the sequential double sum of each column, bitwise", "[reduce]", float,
+                   double) {
+  for (auto [rows, cols] : {std::pair<index_t, index_t>{1, 5}, {7, 3}, {13, 37}, {300, 1500}, {64, 4100}}) {
+    auto x = ct::random_uniform<TestType>({rows, cols}, 77, TestType(-1e3), TestType(1e3));
+    auto got = ct::eval(ct::sum(x, 0));
+    for (index_t c = 0; c < cols; ++c) {
+      double acc = 0;
+      for (index_t r = 0; r < rows; ++r) acc += static_cast<double>(x(r, c));
+      INFO(rows << "x" << cols << " column " << c);
+      CHECK(got(c) == static_cast<TestType>(acc));
+    }
+  }
+}
