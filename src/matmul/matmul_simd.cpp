@@ -323,9 +323,14 @@ HWY_INLINE void dot_rows(index_t k, const T* const* rows, const T* HWY_RESTRICT 
     for (index_t v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
   index_t p = 0;
   for (; p + W <= k; p += W) {
-    // Streams from DRAM: ask for the lines a few iterations ahead of use.
+    // Streams from DRAM: ask for the lines a few iterations ahead of use — every line (an
+    // iteration spans W elements, two lines for float): prefetching one line in two left
+    // 4096x4096 sgemv at 0.96x Eigen, both lines 1.05x (15 interleaved repetitions).
 #pragma GCC unroll 16
-    for (index_t r = 0; r < R; ++r) hwy::Prefetch(rows[r] + p + kPrefetchAhead<T>);
+    for (index_t r = 0; r < R; ++r) {
+      hwy::Prefetch(rows[r] + p + kPrefetchAhead<T>);
+      if constexpr (W * sizeof(T) > 64) hwy::Prefetch(rows[r] + p + kPrefetchAhead<T> + 64 / sizeof(T));
+    }
 #pragma GCC unroll 16
     for (index_t v = 0; v < NV; ++v) {
       const V xv = hn::LoadU(d, x + p + v * L);
