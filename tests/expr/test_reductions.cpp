@@ -99,6 +99,24 @@ TEST_CASE("reduce: argmax/argmin take the first index on ties and the first NaN"
   big(1, 2048) = -1.0;
   CHECK(ct::equal(ct::eval(ct::argmax(big, 1)), ct::from_list<std::int64_t>({4000, 0})));
   CHECK(ct::equal(ct::eval(ct::argmin(big, 1)), ct::from_list<std::int64_t>({0, 1})));
+  // Several axes: the position is row-major over the reduced axes (here axes 0 and 2 of a
+  // 3x2x4 tensor, so position = i0 * 4 + i2), checked against a naive search.
+  auto t = ct::random_uniform<float>({3, 2, 4}, 31, -1.0f, 1.0f);
+  t(2, 1, 3) = t(1, 1, 0) = 5.0f;  // a tie in column 1: the earlier position (1*4+0) wins
+  auto am = ct::eval(ct::argmax(t, dims{0, 2}));
+  auto an = ct::eval(ct::argmin(t, dims{0, -1}, true));
+  REQUIRE(am.shape() == dims{2});
+  REQUIRE(an.shape() == dims{1, 2, 1});
+  for (index_t j = 0; j < 2; ++j) {
+    index_t best_hi = 0, best_lo = 0;
+    for (index_t p = 1; p < 12; ++p) {
+      if (t(p / 4, j, p % 4) > t(best_hi / 4, j, best_hi % 4)) best_hi = p;
+      if (t(p / 4, j, p % 4) < t(best_lo / 4, j, best_lo % 4)) best_lo = p;
+    }
+    CHECK(am(j) == best_hi);
+    CHECK(an(0, j, 0) == best_lo);
+  }
+  CHECK(am(1) == 4);
 }
 
 TEST_CASE("reduce: all and any", "[reduce]") {

@@ -142,26 +142,11 @@ CT_REDUCTION(max, max)
 CT_REDUCTION(min, min)
 CT_REDUCTION(all, all)
 CT_REDUCTION(any, any)
-#undef CT_REDUCTION
-
 // argmax/argmin: int64 positions in the reduced axes (row-major over them when several);
 // the first position wins ties, and a NaN counts as the extreme (the first NaN wins).
-template <detail::operand X>
-auto argmax(const X& x) {
-  return detail::reduce<detail::reduce_op::argmax>(x, dims{}, false, true);
-}
-template <detail::operand X, std::integral I>
-auto argmax(const X& x, I axis, bool keepdims = false) {
-  return detail::reduce<detail::reduce_op::argmax>(x, dims{static_cast<index_t>(axis)}, keepdims, false);
-}
-template <detail::operand X>
-auto argmin(const X& x) {
-  return detail::reduce<detail::reduce_op::argmin>(x, dims{}, false, true);
-}
-template <detail::operand X, std::integral I>
-auto argmin(const X& x, I axis, bool keepdims = false) {
-  return detail::reduce<detail::reduce_op::argmin>(x, dims{static_cast<index_t>(axis)}, keepdims, false);
-}
+CT_REDUCTION(argmax, argmax)
+CT_REDUCTION(argmin, argmin)
+#undef CT_REDUCTION
 
 /// Arithmetic mean (floating point only): sum / count. Over empty axes it is NaN (0/0).
 template <detail::operand X>

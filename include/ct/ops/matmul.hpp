@@ -204,30 +204,23 @@ void run(const char* op, const plan& p, tensor<T> a, tensor<T> b, const tensor<T
       });
       return;
     }
-    case product_kind::matrix_vector: {
-      const index_t m = p.m, ys = c.strides()[rc - 1];
-      schedule(op, p.batches * m, [&](index_t start, index_t end) {
-        const settings s = current_settings();
-        for (index_t g = start; g < end;) {
-          const index_t batch = g / m, i0 = g % m, i1 = std::min(m, i0 + (end - g));
-          index_t oa, ob, oc, fb;
-          w.locate(batch, oa, ob, oc, fb);
-          gemv_rows<T>(k, pa + oa, ars, acs, pb + ob, brs, pc + oc, ys, i0, i1, s);
-          g += i1 - i0;
-        }
-      });
-      return;
-    }
+    case product_kind::matrix_vector:
     case product_kind::vector_matrix: {
-      const index_t n = p.n, ys = c.strides()[rc - 1];
-      schedule(op, p.batches * n, [&](index_t start, index_t end) {
+      // One group per output element, batch-major; a callback's range is cut at batch
+      // boundaries and each piece runs as one kernel call over [e0, e1) of that batch.
+      const bool rows = p.kind == product_kind::matrix_vector;
+      const index_t per_batch = rows ? p.m : p.n, ys = c.strides()[rc - 1];
+      schedule(op, p.batches * per_batch, [&](index_t start, index_t end) {
         const settings s = current_settings();
         for (index_t g = start; g < end;) {
-          const index_t batch = g / n, j0 = g % n, j1 = std::min(n, j0 + (end - g));
+          const index_t batch = g / per_batch, e0 = g % per_batch, e1 = std::min(per_batch, e0 + (end - g));
           index_t oa, ob, oc, fb;
           w.locate(batch, oa, ob, oc, fb);
-          gevm_cols<T>(k, pa + oa, acs, pb + ob, brs, bcs, pc + oc, ys, j0, j1, s);
-          g += j1 - j0;
+          if (rows)
+            gemv_rows<T>(k, pa + oa, ars, acs, pb + ob, brs, pc + oc, ys, e0, e1, s);
+          else
+            gevm_cols<T>(k, pa + oa, acs, pb + ob, brs, bcs, pc + oc, ys, e0, e1, s);
+          g += e1 - e0;
         }
       });
       return;
