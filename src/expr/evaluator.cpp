@@ -128,6 +128,14 @@ struct reducer_state {
   bool bvalue;
 };
 
+// A varying float instruction resolved at plan time to the tile function its kernel would
+// end in, so each tile skips the operation, type, backend and CPU-target switches.
+struct direct_op {
+  enum kind_t : std::uint8_t { none, unary, binary, muladd } kind = none;
+  bool f64 = false;
+  void (*fn)() = nullptr;  // the typed kernels::*_tile_fn, cast back before the call
+};
+
 struct pass_plan {
   std::vector<int> uniforms;   // evaluated once at the start of the pass
   std::vector<int> varying;    // evaluated per tile, in order
@@ -174,6 +182,7 @@ class plan {
       }
     }
     root_uniform_ = uniform_[static_cast<std::size_t>(root_)];
+    resolve_direct();
     decide_mode();
     passes_.resize(static_cast<std::size_t>(reduce_passes_ + 1));
     for (int i = 0; i < n; ++i) {
@@ -233,6 +242,7 @@ class plan {
   void build_geometry();
   void decide_mode();
   void plan_pass(int pass);
+  void resolve_direct();
   /// No transcendental, pow or user functor is evaluated per element in the output pass.
   bool light_output_pass() const {
     for (int i : passes_.back().varying) {
@@ -314,6 +324,7 @@ class plan {
   bool column_ = false;
   index_t block_ = 1;
   bool stream_ = false;  // write result tiles with non-temporal stores
+  std::vector<direct_op> direct_;  // per instruction (row mode, varying float operations)
   std::vector<int> level_;
   std::vector<int> reducer_index_;
   int reducers_ = 0;
@@ -474,6 +485,37 @@ void plan::plan_pass(int pass) {
     for (int r : roots)
       if (uniform_[static_cast<std::size_t>(r)] && pp.slot[static_cast<std::size_t>(r)] < 0)
         pp.slot[static_cast<std::size_t>(r)] = pp.slots++;
+}
+
+// Row mode only: the column walk runs instructions on blocks whose operands may be scalar
+// where the row walk's are not, so the uniform flags baked into the functions would differ.
+void plan::resolve_direct() {
+  const auto& code = p_.code();
+  direct_.assign(code.size(), direct_op{});
+  const settings s = current_settings();
+  for (std::size_t i = 0; i < code.size(); ++i) {
+    const instruction& in = code[i];
+    if (uniform_[i] || (in.type != dtype::f32 && in.type != dtype::f64)) continue;
+    direct_op& d = direct_[i];
+    d.f64 = in.type == dtype::f64;
+    auto u = [&](int k) { return uniform_[static_cast<std::size_t>(in.args[k])] != 0; };
+    auto pick = [&](auto tag) {
+      using T = decltype(tag);
+      if (in.op == opcode::unary) {
+        d.fn = reinterpret_cast<void (*)()>(kernels::resolve_unary<T>(static_cast<kernels::unary_op>(in.sub), s));
+        d.kind = direct_op::unary;
+      } else if (in.op == opcode::binary) {
+        d.fn = reinterpret_cast<void (*)()>(kernels::resolve_binary<T>(static_cast<kernels::binary_op>(in.sub), u(0), u(1), s));
+        d.kind = direct_op::binary;
+      } else if (in.op == opcode::muladd) {
+        d.fn = reinterpret_cast<void (*)()>(kernels::resolve_muladd<T>(u(0), u(1), u(2), s));
+        d.kind = direct_op::muladd;
+      }
+      if (d.fn == nullptr) d.kind = direct_op::none;
+    };
+    if (d.f64) pick(double{});
+    else pick(float{});
+  }
 }
 
 // Prefetch a contiguous load only in the first pass of a group that reads it, and only when
@@ -714,11 +756,32 @@ struct group_runner {
           pl.load_tile(i, offsets, pos, n, out);
         }
         break;
-      default:
+      default: {
+        const direct_op& f = pl.direct_[static_cast<std::size_t>(i)];
+        if (f.kind != direct_op::none) {
+          run_direct(f, in, n, out);
+          break;
+        }
         pl.exec_op(i, n, ptr.data(), uni.data(), out, s);
         break;
+      }
     }
     ptr[static_cast<std::size_t>(i)] = out;
+  }
+
+  void run_direct(const direct_op& f, const instruction& in, index_t n, void* out) {
+    const auto a = [&](int k) { return ptr[static_cast<std::size_t>(in.args[k])]; };
+    if (f.f64) {
+      using T = double;
+      if (f.kind == direct_op::unary) reinterpret_cast<kernels::unary_tile_fn<T>>(f.fn)(static_cast<const T*>(a(0)), static_cast<T*>(out), n);
+      else if (f.kind == direct_op::binary) reinterpret_cast<kernels::binary_tile_fn<T>>(f.fn)(static_cast<const T*>(a(0)), static_cast<const T*>(a(1)), static_cast<T*>(out), n);
+      else reinterpret_cast<kernels::muladd_tile_fn<T>>(f.fn)(static_cast<const T*>(a(0)), static_cast<const T*>(a(1)), static_cast<const T*>(a(2)), static_cast<T*>(out), n);
+    } else {
+      using T = float;
+      if (f.kind == direct_op::unary) reinterpret_cast<kernels::unary_tile_fn<T>>(f.fn)(static_cast<const T*>(a(0)), static_cast<T*>(out), n);
+      else if (f.kind == direct_op::binary) reinterpret_cast<kernels::binary_tile_fn<T>>(f.fn)(static_cast<const T*>(a(0)), static_cast<const T*>(a(1)), static_cast<T*>(out), n);
+      else reinterpret_cast<kernels::muladd_tile_fn<T>>(f.fn)(static_cast<const T*>(a(0)), static_cast<const T*>(a(1)), static_cast<const T*>(a(2)), static_cast<T*>(out), n);
+    }
   }
 
   void init_reducer(int i) {

@@ -69,6 +69,27 @@ void min_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_i
     scalar_min(st, x, n, first_index);
 }
 
+template <class T>
+unary_tile_fn<T> resolve_unary(unary_op op, const settings& s) noexcept {
+  unary_tile_fn<T> f = nullptr;
+  if (s.backend == backend::simd) simd_resolve(op, is_fused(s), f);
+  return f;
+}
+
+template <class T>
+binary_tile_fn<T> resolve_binary(binary_op op, bool a_uniform, bool b_uniform, const settings& s) noexcept {
+  binary_tile_fn<T> f = nullptr;
+  if (s.backend == backend::simd) simd_resolve(op, a_uniform, b_uniform, f);
+  return f;
+}
+
+template <class T>
+muladd_tile_fn<T> resolve_muladd(bool a_uniform, bool b_uniform, bool c_uniform, const settings& s) noexcept {
+  muladd_tile_fn<T> f = nullptr;
+  if (s.backend == backend::simd) simd_resolve(a_uniform, b_uniform, c_uniform, is_fused(s), f);
+  return f;
+}
+
 const char* simd_target_name() noexcept { return simd_target(); }
 
 #define CT_KERNELS_INSTANTIATE(T)                                                                        \
@@ -78,7 +99,10 @@ const char* simd_target_name() noexcept { return simd_target(); }
   template void sum_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&);               \
   template void prod_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&);              \
   template void max_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&);      \
-  template void min_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&);
+  template void min_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&);      \
+  template unary_tile_fn<T> resolve_unary<T>(unary_op, const settings&) noexcept;                      \
+  template binary_tile_fn<T> resolve_binary<T>(binary_op, bool, bool, const settings&) noexcept;        \
+  template muladd_tile_fn<T> resolve_muladd<T>(bool, bool, bool, const settings&) noexcept;
 CT_KERNELS_INSTANTIATE(float)
 CT_KERNELS_INSTANTIATE(double)
 #undef CT_KERNELS_INSTANTIATE

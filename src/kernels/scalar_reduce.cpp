@@ -1,6 +1,7 @@
 // src/kernels/scalar_reduce.cpp — the scalar backend of sum, prod, max and min, and the
 // lane accumulator's init/result. This is the definition the simd backend reproduces bitwise.
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
+#include <algorithm>
 #include <cmath>
 
 #include "detail.hpp"
@@ -47,24 +48,31 @@ double prod_result(const lane_accumulator& acc) noexcept {
   return tree(acc, [](double a, double b) { return a * b; });
 }
 
-template <class T>
-void scalar_sum(lane_accumulator& acc, const T* x, index_t n) {
-  int lane = static_cast<int>(acc.count % reduce_lanes);
-  for (index_t i = 0; i < n; ++i) {
-    acc.lane[lane] += static_cast<double>(x[i]);
-    lane = (lane + 1) % reduce_lanes;
+namespace {
+/// Element k of the stream (counting from acc.count) meets lane k % 32. Walked as runs of
+/// consecutive lanes (up to lane 31, then from 0 again) so the inner loop has no modulo and
+/// vectorises; each lane still sees its elements in stream order.
+template <class T, class Combine>
+void lane_runs(lane_accumulator& acc, const T* x, index_t n, Combine combine) {
+  index_t lane = acc.count % reduce_lanes;
+  for (index_t i = 0; i < n;) {
+    const index_t len = std::min<index_t>(n - i, reduce_lanes - lane);
+    for (index_t j = 0; j < len; ++j) acc.lane[lane + j] = combine(acc.lane[lane + j], static_cast<double>(x[i + j]));
+    i += len;
+    lane = 0;
   }
   acc.count += n;
+}
+}  // namespace
+
+template <class T>
+void scalar_sum(lane_accumulator& acc, const T* x, index_t n) {
+  lane_runs(acc, x, n, [](double a, double v) { return a + v; });
 }
 
 template <class T>
 void scalar_prod(lane_accumulator& acc, const T* x, index_t n) {
-  int lane = static_cast<int>(acc.count % reduce_lanes);
-  for (index_t i = 0; i < n; ++i) {
-    acc.lane[lane] *= static_cast<double>(x[i]);
-    lane = (lane + 1) % reduce_lanes;
-  }
-  acc.count += n;
+  lane_runs(acc, x, n, [](double a, double v) { return a * v; });
 }
 
 namespace {

@@ -226,6 +226,87 @@ bool MulAddF64(const double* a, bool au, const double* b, bool bu, const double*
   return MulAddAny(a, au, b, bu, c, cu, y, n, fused);
 }
 
+// ---- direct tile functions (resolve_*) -----------------------------------------------------
+// One compiled function per operation and uniform flags, so a caller can skip the switches.
+
+template <unary_op kOp, bool kFused, class T>
+void UnaryOpTile(const T* x, T* y, index_t n) {
+  const hn::ScalableTag<T> d;
+  using V = hn::Vec<decltype(d)>;
+  ForEachVector(d, y, n, [&](V v) { return UnaryOp<kOp, kFused>(d, v); }, Operand<false, decltype(d)>{x});
+}
+
+template <bool kFused, class T>
+HWY_INLINE unary_tile_fn<T> ResolveUnary(unary_op op) {
+  unary_tile_fn<T> f = nullptr;
+  WithUnaryOp(op, [&](auto k) { f = &UnaryOpTile<decltype(k)::value, kFused, T>; });
+  return f;
+}
+unary_tile_fn<float> ResolveUnaryF32(unary_op op, bool fused) {
+  return fused ? ResolveUnary<true, float>(op) : ResolveUnary<false, float>(op);
+}
+unary_tile_fn<double> ResolveUnaryF64(unary_op op, bool fused) {
+  return fused ? ResolveUnary<true, double>(op) : ResolveUnary<false, double>(op);
+}
+
+template <binary_op kOp, bool kAU, bool kBU, class T>
+void BinaryOpTile(const T* a, const T* b, T* y, index_t n) {
+  const hn::ScalableTag<T> d;
+  using V = hn::Vec<decltype(d)>;
+  ForEachVector(d, y, n, [](V p, V q) { return BinaryOp<kOp>(p, q); }, Operand<kAU, decltype(d)>{a},
+                Operand<kBU, decltype(d)>{b});
+}
+
+template <bool kAU, bool kBU, class T>
+HWY_INLINE binary_tile_fn<T> ResolveBinaryU(binary_op op) {
+  binary_tile_fn<T> f = nullptr;  // stays null for pow
+  WithBinaryOp(op, [&](auto k) { f = &BinaryOpTile<decltype(k)::value, kAU, kBU, T>; });
+  return f;
+}
+template <class T>
+HWY_INLINE binary_tile_fn<T> ResolveBinary(binary_op op, bool au, bool bu) {
+  if (au && bu) return ResolveBinaryU<true, true, T>(op);
+  if (au) return ResolveBinaryU<true, false, T>(op);
+  if (bu) return ResolveBinaryU<false, true, T>(op);
+  return ResolveBinaryU<false, false, T>(op);
+}
+binary_tile_fn<float> ResolveBinaryF32(binary_op op, bool au, bool bu) { return ResolveBinary<float>(op, au, bu); }
+binary_tile_fn<double> ResolveBinaryF64(binary_op op, bool au, bool bu) { return ResolveBinary<double>(op, au, bu); }
+
+template <bool kFused, bool kAU, bool kBU, bool kCU, class T>
+void MulAddOpTile(const T* a, const T* b, const T* c, T* y, index_t n) {
+  MulAddTile<kFused, kAU, kBU, kCU>(a, b, c, y, n);
+}
+template <bool kFused, class T>
+HWY_INLINE muladd_tile_fn<T> ResolveMulAddF(bool au, bool bu, bool cu) {
+  const int key = (au ? 4 : 0) + (bu ? 2 : 0) + (cu ? 1 : 0);
+  switch (key) {
+    case 0: return &MulAddOpTile<kFused, false, false, false, T>;
+    case 1: return &MulAddOpTile<kFused, false, false, true, T>;
+    case 2: return &MulAddOpTile<kFused, false, true, false, T>;
+    case 3: return &MulAddOpTile<kFused, false, true, true, T>;
+    case 4: return &MulAddOpTile<kFused, true, false, false, T>;
+    case 5: return &MulAddOpTile<kFused, true, false, true, T>;
+    case 6: return &MulAddOpTile<kFused, true, true, false, T>;
+    default: return &MulAddOpTile<kFused, true, true, true, T>;
+  }
+}
+template <class T>
+HWY_INLINE muladd_tile_fn<T> ResolveMulAdd(bool au, bool bu, bool cu, bool fused) {
+  if (!fused) return ResolveMulAddF<false, T>(au, bu, cu);
+#if HWY_NATIVE_FMA
+  return ResolveMulAddF<true, T>(au, bu, cu);
+#else
+  return nullptr;  // the general kernel falls back to std::fma
+#endif
+}
+muladd_tile_fn<float> ResolveMulAddF32(bool au, bool bu, bool cu, bool fused) {
+  return ResolveMulAdd<float>(au, bu, cu, fused);
+}
+muladd_tile_fn<double> ResolveMulAddF64(bool au, bool bu, bool cu, bool fused) {
+  return ResolveMulAdd<double>(au, bu, cu, fused);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace ct::detail::kernels
 HWY_AFTER_NAMESPACE();
@@ -239,6 +320,12 @@ HWY_EXPORT(BinaryF32);
 HWY_EXPORT(BinaryF64);
 HWY_EXPORT(MulAddF32);
 HWY_EXPORT(MulAddF64);
+HWY_EXPORT(ResolveUnaryF32);
+HWY_EXPORT(ResolveUnaryF64);
+HWY_EXPORT(ResolveBinaryF32);
+HWY_EXPORT(ResolveBinaryF64);
+HWY_EXPORT(ResolveMulAddF32);
+HWY_EXPORT(ResolveMulAddF64);
 
 void simd_unary(unary_op op, const float* x, float* y, index_t n, bool fused) {
   HWY_DYNAMIC_DISPATCH(UnaryF32)(op, x, y, n, fused);
@@ -266,6 +353,25 @@ void simd_muladd(const double* a, bool au, const double* b, bool bu, const doubl
                  index_t n, bool fused) {
   if (!HWY_DYNAMIC_DISPATCH(MulAddF64)(a, au, b, bu, c, cu, y, n, fused))
     scalar_muladd(a, au, b, bu, c, cu, y, n, fused);
+}
+
+void simd_resolve(unary_op op, bool fused, unary_tile_fn<float>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveUnaryF32)(op, fused);
+}
+void simd_resolve(unary_op op, bool fused, unary_tile_fn<double>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveUnaryF64)(op, fused);
+}
+void simd_resolve(binary_op op, bool au, bool bu, binary_tile_fn<float>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveBinaryF32)(op, au, bu);
+}
+void simd_resolve(binary_op op, bool au, bool bu, binary_tile_fn<double>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveBinaryF64)(op, au, bu);
+}
+void simd_resolve(bool au, bool bu, bool cu, bool fused, muladd_tile_fn<float>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveMulAddF32)(au, bu, cu, fused);
+}
+void simd_resolve(bool au, bool bu, bool cu, bool fused, muladd_tile_fn<double>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveMulAddF64)(au, bu, cu, fused);
 }
 
 }  // namespace ct::detail::kernels

@@ -255,3 +255,57 @@ TEST_CASE("simd_target_name names a target", "[kernels]") {
   INFO(name);
   CHECK(!name.empty());
 }
+
+// The direct tile functions are the general kernels without the dispatch: bitwise the same
+// results for every operation, uniform flags, length and setting; none for the scalar backend
+// or pow.
+TEMPLATE_TEST_CASE("resolve_unary/binary/muladd: direct tile functions equal the general kernels", "[kernels]",
+                   float, double) {
+  using T = TestType;
+  rng r(2024);
+  for (const auto& s : all_settings()) {
+    INFO(describe(s));
+    const bool simd = s.backend == ct::backend::simd;
+    CHECK(k::resolve_binary<T>(binary_op::pow, false, false, s) == nullptr);
+    for (const auto& c : unary_cases()) {
+      const auto f = k::resolve_unary<T>(c.op, s);
+      CHECK((f != nullptr) == simd);
+      if (!f) continue;
+      for (index_t n : tile_lengths()) {
+        offset_buffer<T> x(n), want(n), got(n);
+        for (index_t i = 0; i < n; ++i) x[i] = static_cast<T>(r.uniform(c.lo, c.hi));
+        k::unary(c.op, x.data(), want.data(), n, s);
+        f(x.data(), got.data(), n);
+        for (index_t i = 0; i < n; ++i) REQUIRE(same_bits(got[i], want[i]));
+      }
+    }
+    for (binary_op op : {binary_op::add, binary_op::sub, binary_op::mul, binary_op::div, binary_op::min, binary_op::max})
+      for (int flags = 0; flags < 4; ++flags) {
+        const bool au = flags & 1, bu = flags & 2;
+        const auto f = k::resolve_binary<T>(op, au, bu, s);
+        CHECK((f != nullptr) == simd);
+        if (!f) continue;
+        for (index_t n : tile_lengths()) {
+          offset_buffer<T> a(n + 1), b(n + 1), want(n), got(n);
+          for (index_t i = 0; i <= n; ++i) a[i] = static_cast<T>(r.uniform(-10, 10)), b[i] = static_cast<T>(r.uniform(0.5, 10));
+          k::binary(op, a.data(), au, b.data(), bu, want.data(), n, s);
+          f(a.data(), b.data(), got.data(), n);
+          for (index_t i = 0; i < n; ++i) REQUIRE(same_bits(got[i], want[i]));
+        }
+      }
+    for (int flags = 0; flags < 8; ++flags) {
+      const bool au = flags & 1, bu = flags & 2, cu = flags & 4;
+      const auto f = k::resolve_muladd<T>(au, bu, cu, s);
+      if (!simd) CHECK(f == nullptr);
+      if (!f) continue;  // also null for fused FMA on a target without hardware FMA
+      for (index_t n : tile_lengths()) {
+        offset_buffer<T> a(n + 1), b(n + 1), c(n + 1), want(n), got(n);
+        for (index_t i = 0; i <= n; ++i)
+          a[i] = static_cast<T>(r.uniform(-3, 3)), b[i] = static_cast<T>(r.uniform(-3, 3)), c[i] = static_cast<T>(r.uniform(-3, 3));
+        k::muladd(a.data(), au, b.data(), bu, c.data(), cu, want.data(), n, s);
+        f(a.data(), b.data(), c.data(), got.data(), n);
+        for (index_t i = 0; i < n; ++i) REQUIRE(same_bits(got[i], want[i]));
+      }
+    }
+  }
+}

@@ -42,6 +42,25 @@ template <class T>
 void muladd(const T* a, bool a_uniform, const T* b, bool b_uniform, const T* c, bool c_uniform, T* y,
             index_t n, const settings& s);
 
+/// Direct tile functions: what unary(), binary() and muladd() end up calling for given
+/// settings and uniform flags, for callers that run the same instruction on many tiles and
+/// want to skip the dispatch (operation switch, backend and CPU-target selection) each time.
+/// Calling one is the same as calling the general kernel. The resolvers return nullptr when
+/// there is no such function (scalar backend, pow, fused FMA on a target without hardware
+/// FMA); the caller then uses the general kernel.
+template <class T>
+using unary_tile_fn = void (*)(const T* x, T* y, index_t n);
+template <class T>
+using binary_tile_fn = void (*)(const T* a, const T* b, T* y, index_t n);
+template <class T>
+using muladd_tile_fn = void (*)(const T* a, const T* b, const T* c, T* y, index_t n);
+template <class T>
+unary_tile_fn<T> resolve_unary(unary_op op, const settings& s) noexcept;
+template <class T>
+binary_tile_fn<T> resolve_binary(binary_op op, bool a_uniform, bool b_uniform, const settings& s) noexcept;
+template <class T>
+muladd_tile_fn<T> resolve_muladd(bool a_uniform, bool b_uniform, bool c_uniform, const settings& s) noexcept;
+
 /// Number of virtual lanes of the lane-wise sum and product.
 inline constexpr int reduce_lanes = 32;
 
