@@ -32,6 +32,7 @@
 #include <atomic>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -749,6 +750,24 @@ void register_machine_check(const std::string& when) {
     }
     pool.join();
   })->Unit(benchmark::kMicrosecond)->UseRealTime();
+  // How long a task posted to an idle one-thread Asio pool takes to start running: the part
+  // of a two-worker call the helper cannot work. A call of T on one thread can then take at
+  // best (T + wake) / 2 on two.
+  benchmark::RegisterBenchmark(("machine_" + when + "/asio_wake").c_str(), [](benchmark::State& st) {
+    boost::asio::thread_pool pool(1);
+    for (auto _ : st) {
+      const auto idle_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+      while (std::chrono::steady_clock::now() < idle_until) {
+      }  // the pool thread goes back to sleep, as between two ct calls
+      std::atomic<std::int64_t> started{0};
+      const auto t0 = std::chrono::steady_clock::now();
+      boost::asio::post(pool, [&] { started.store((std::chrono::steady_clock::now() - t0).count()); });
+      while (started.load() == 0) {
+      }
+      st.SetIterationTime(static_cast<double>(started.load()) * 1e-9);
+    }
+    pool.join();
+  })->Unit(benchmark::kMicrosecond)->UseManualTime();
 }
 
 // ---------------------------------------------------------------------------------------
