@@ -31,14 +31,14 @@ constexpr index_t max_tile = 1024;  // elements; a float tile is 4 KiB, a double
 // from 24 to 7 ms when this grew from 1024 to 4096 with a scalar accumulate loop; with the
 // SIMD accumulate 1024..4096 measured within noise). The double accumulators (32 KiB) fit L1.
 constexpr index_t max_column_block = 4096;
-// Results of at least this many bytes are written with non-temporal stores (when contiguous
-// along the walk): a result this large cannot stay in the caches for its reader anyway, and
-// not reading the destination lines first cut a 64 MiB softmax from 9.9 to 9.1 ms and a
-// 32 MiB layer norm from 5.5 to 4.5 ms.
 // Column mode prefetches the stretch this many reduced positions ahead: sum over axis 0 of
 // 4096x4096 f32 went from 4.0 to 3.0-3.6 ms (noisy machine) with 4; 2048-wide blocks were
 // twice as slow, so the block stays 4096 wide.
 constexpr index_t column_prefetch_rows = 4;
+// Results of at least this many bytes are written with non-temporal stores (when contiguous
+// along the walk): a result this large cannot stay in the caches for its reader anyway, and
+// not reading the destination lines first cut a 64 MiB softmax from 9.9 to 9.1 ms and a
+// 32 MiB layer norm from 5.5 to 4.5 ms.
 // Only for tiles of at least stream_min_tile bytes: with short rows (256-byte tiles of a
 // 65536x64 layer norm) streaming made the whole evaluation 25% slower. And only when the
 // output pass is light: the tile is computed into scratch and then copied out in a burst,
