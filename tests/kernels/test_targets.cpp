@@ -113,3 +113,52 @@ TEST_CASE("every available simd target meets the kernel contracts", "[kernels][t
     check_accuracy<double>(4.0, 20000, simd_settings());
   }
 }
+
+// Targets with hardware FMA (AVX-512 and AVX2 here) run the same operations in the same order,
+// so the exp family must agree bitwise between them — this also pins AVX-512's one-instruction
+// scaling by 2^k (vscalef) to the portable path the other targets use, including overflow to
+// inf, underflow into the subnormals and NaN.
+TEST_CASE("the exp family is bitwise the same on every target with hardware FMA", "[kernels][targets]") {
+  std::vector<std::int64_t> fma_targets;
+  for (std::int64_t t : k::simd_available_targets()) {
+    const std::string name = k::simd_target_label(t);
+    if (name.rfind("AVX", 0) == 0) fma_targets.push_back(t);  // AVX2, AVX3, AVX3_DL
+  }
+  if (fma_targets.size() < 2) {
+    WARN("fewer than two FMA targets on this CPU: nothing to compare");
+    return;
+  }
+  rng r(77);
+  const index_t n = 40000;
+  std::vector<float> xf(static_cast<size_t>(n));
+  std::vector<double> xd(static_cast<size_t>(n));
+  for (index_t i = 0; i < n; ++i) {
+    const double lo = i % 3 == 0 ? -110.0 : -760.0, hi = i % 3 == 0 ? 100.0 : 720.0;
+    xd[static_cast<size_t>(i)] = r.uniform(lo, hi);
+    xf[static_cast<size_t>(i)] = static_cast<float>(r.uniform(i % 2 ? -1.0 : -110.0, i % 2 ? 1.0 : 100.0));
+  }
+  xf[0] = std::numeric_limits<float>::quiet_NaN();
+  xf[1] = -103.5f;  // deep in the subnormal results
+  xf[2] = 88.7f;    // next to overflow
+  for (const auto& s : simd_settings())
+    for (unary_op op : {unary_op::exp, unary_op::expm1, unary_op::sigmoid, unary_op::tanh, unary_op::silu, unary_op::gelu}) {
+      std::vector<float> ref_f(static_cast<size_t>(n)), yf(static_cast<size_t>(n));
+      std::vector<double> ref_d(static_cast<size_t>(n)), yd(static_cast<size_t>(n));
+      {
+        pinned_target pin(fma_targets[0]);
+        k::unary(op, xf.data(), ref_f.data(), n, s);
+        k::unary(op, xd.data(), ref_d.data(), n, s);
+      }
+      for (std::size_t t = 1; t < fma_targets.size(); ++t) {
+        pinned_target pin(fma_targets[t]);
+        k::unary(op, xf.data(), yf.data(), n, s);
+        k::unary(op, xd.data(), yd.data(), n, s);
+        INFO(describe(s) << " op " << static_cast<int>(op) << ": " << k::simd_target_label(fma_targets[0]) << " vs "
+                         << k::simd_target_label(fma_targets[t]));
+        for (index_t i = 0; i < n; ++i) {
+          REQUIRE(same_bits(yf[static_cast<size_t>(i)], ref_f[static_cast<size_t>(i)]));
+          REQUIRE(same_bits(yd[static_cast<size_t>(i)], ref_d[static_cast<size_t>(i)]));
+        }
+      }
+    }
+}
