@@ -6,6 +6,7 @@
 // (reducer results, scalars, operands broadcast along the reduced axes) are "uniform" and
 // computed once per group. The walk order depends only on shapes, never on the partition.
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -130,11 +131,33 @@ struct reducer_state {
 
 // A varying float instruction resolved at plan time to the tile function its kernel would
 // end in, so each tile skips the operation, type, backend and CPU-target switches.
+// A uniform one, computed once per group, is done inline when it is one IEEE operation
+// (one_value): the same bits as the scalar kernel, without a call chain per group.
 struct direct_op {
-  enum kind_t : std::uint8_t { none, unary, binary, muladd } kind = none;
+  enum kind_t : std::uint8_t { none, unary, binary, muladd, one_value } kind = none;
   bool f64 = false;
   void (*fn)() = nullptr;  // the typed kernels::*_tile_fn, cast back before the call
 };
+
+// The value of a one_value instruction: exactly what kernels::unary/binary compute.
+template <class T>
+inline T one_value(const instruction& in, const T* a, const T* b) {
+  if (in.op == opcode::binary) {
+    switch (static_cast<kernels::binary_op>(in.sub)) {
+      case kernels::binary_op::add: return *a + *b;
+      case kernels::binary_op::sub: return *a - *b;
+      case kernels::binary_op::mul: return *a * *b;
+      default: return *a / *b;  // div; resolve_direct admits nothing else
+    }
+  }
+  switch (static_cast<kernels::unary_op>(in.sub)) {
+    case kernels::unary_op::neg: return -*a;
+    case kernels::unary_op::sqrt: return std::sqrt(*a);
+    case kernels::unary_op::rsqrt: return T(1) / std::sqrt(*a);
+    case kernels::unary_op::square: return *a * *a;
+    default: return T(1) / *a;  // reciprocal
+  }
+}
 
 struct pass_plan {
   std::vector<int> uniforms;   // evaluated once at the start of the pass
@@ -495,9 +518,19 @@ void plan::resolve_direct() {
   const settings s = current_settings();
   for (std::size_t i = 0; i < code.size(); ++i) {
     const instruction& in = code[i];
-    if (uniform_[i] || (in.type != dtype::f32 && in.type != dtype::f64)) continue;
+    if (in.type != dtype::f32 && in.type != dtype::f64) continue;
     direct_op& d = direct_[i];
     d.f64 = in.type == dtype::f64;
+    if (uniform_[i]) {
+      using B = kernels::binary_op;
+      using U = kernels::unary_op;
+      const auto b = static_cast<B>(in.sub);
+      const auto un = static_cast<U>(in.sub);
+      if ((in.op == opcode::binary && (b == B::add || b == B::sub || b == B::mul || b == B::div)) ||
+          (in.op == opcode::unary && (un == U::neg || un == U::sqrt || un == U::rsqrt || un == U::square || un == U::reciprocal)))
+        d.kind = direct_op::one_value;
+      continue;
+    }
     auto u = [&](int k) { return uniform_[static_cast<std::size_t>(in.args[k])] != 0; };
     auto pick = [&](auto tag) {
       using T = decltype(tag);
@@ -758,6 +791,13 @@ struct group_runner {
         break;
       default: {
         const direct_op& f = pl.direct_[static_cast<std::size_t>(i)];
+        if (f.kind == direct_op::one_value) {
+          const void* a = ptr[static_cast<std::size_t>(in.args[0])];
+          const void* b = in.args[1] >= 0 ? ptr[static_cast<std::size_t>(in.args[1])] : a;
+          if (f.f64) *static_cast<double*>(out) = one_value(in, static_cast<const double*>(a), static_cast<const double*>(b));
+          else *static_cast<float*>(out) = one_value(in, static_cast<const float*>(a), static_cast<const float*>(b));
+          break;
+        }
         if (f.kind != direct_op::none) {
           run_direct(f, in, n, out);
           break;

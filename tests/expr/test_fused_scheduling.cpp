@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "ct/asio.hpp"
 #include "ct/ct.hpp"
@@ -238,4 +239,28 @@ TEST_CASE("large results (streaming stores) equal the same rows evaluated in sma
   CHECK(ct_test::bitwise_equal(view.contiguous(), expected_softmax));
   for (index_t r = 0; r < rows; r += 511)
     for (index_t c = 0; c < 3; ++c) CHECK(wide(r, c) == 0.0f);
+}
+
+// Layer and RMS norm use only exactly rounded operations and lane-wise sums, so the scalar
+// and simd backends must agree bitwise — whichever path (direct tile function, one-value
+// shortcut for a group's mean and 1/sqrt, general kernel) the evaluator takes.
+TEST_CASE("layer_norm and rms_norm are bitwise the same under the scalar and simd backends", "[scheduling][fused]") {
+  for (auto [rows, cols] : {std::pair<index_t, index_t>{3, 1}, {5, 17}, {64, 64}, {9, 1030}}) {
+    auto x = ct::random_uniform<float>({rows, cols}, 91, -3.0f, 5.0f);
+    auto w = ct::random_uniform<float>({cols}, 92, 0.5f, 1.5f), b = ct::random_uniform<float>({cols}, 93, -1.0f, 1.0f);
+    auto xd = ct::random_uniform<double>({rows, cols}, 94, -3.0, 5.0);
+    for (ct::fma_policy f : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+      auto run = [&](ct::backend be) {
+        ct::settings_scope scope({be, f});
+        return std::make_tuple(ct::eval(ct::layer_norm(x, -1, 1e-5f, w, b)), ct::eval(ct::rms_norm(x, -1, 1e-6f, w)),
+                               ct::eval(ct::layer_norm(xd, -1, 1e-9)));
+      };
+      auto [ln_s, rms_s, lnd_s] = run(ct::backend::scalar);
+      auto [ln_v, rms_v, lnd_v] = run(ct::backend::simd);
+      INFO(rows << "x" << cols << (f == ct::fma_policy::fused ? " fused" : " separate"));
+      CHECK(ct_test::bitwise_equal(ln_s, ln_v));
+      CHECK(ct_test::bitwise_equal(rms_s, rms_v));
+      CHECK(ct_test::bitwise_equal(lnd_s, lnd_v));
+    }
+  }
 }
