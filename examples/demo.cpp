@@ -12,9 +12,12 @@
 
 namespace {
 
-// Median wall time of `reps` runs of f, in milliseconds.
+// Median wall time of `reps` runs of f, in milliseconds, after two untimed warm-up runs
+// (first touch of the pool thread's caches and of the scratch memory).
 template <class F>
-double median_ms(F&& f, int reps = 9) {
+double median_ms(F&& f, int reps = 31) {
+  f();
+  f();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     auto t0 = std::chrono::steady_clock::now();
