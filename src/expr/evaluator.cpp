@@ -152,10 +152,12 @@ inline T one_value(const instruction& in, const T* a, const T* b) {
   }
   switch (static_cast<kernels::unary_op>(in.sub)) {
     case kernels::unary_op::neg: return -*a;
+    case kernels::unary_op::abs: return std::fabs(*a);
+    case kernels::unary_op::relu: return *a != *a ? *a : *a > T(0) ? *a : T(0);  // NaN kept
     case kernels::unary_op::sqrt: return std::sqrt(*a);
     case kernels::unary_op::rsqrt: return T(1) / std::sqrt(*a);
     case kernels::unary_op::square: return *a * *a;
-    default: return T(1) / *a;  // reciprocal
+    default: return T(1) / *a;  // reciprocal; resolve_direct admits only exactly_rounded ops
   }
 }
 
@@ -166,6 +168,7 @@ struct pass_plan {
   std::vector<int> reused;     // computed by an earlier pass and kept in the row cache
   std::vector<int> slot;       // instruction -> tile slot in this pass (-1: none)
   std::vector<char> prefetch;  // instruction -> a load streaming from memory for the first time in the group
+  bool column_sums = false;    // column mode: the pass only sums contiguous float operands (run rows in batches)
   int slots = 0;
 };
 
@@ -221,6 +224,8 @@ class plan {
     cache_offset_.assign(static_cast<std::size_t>(n), 0);
     for (int ps = 0; ps <= reduce_passes_; ++ps) plan_pass(ps);
     plan_prefetch();
+    if (column_ && walk_.size() == 1)
+      for (pass_plan& pp : passes_) pp.column_sums = column_sums_only(pp);
     reducer_index_.assign(static_cast<std::size_t>(n), -1);
     for (int i = 0; i < n; ++i)
       if (code[static_cast<std::size_t>(i)].op == opcode::reduce) reducer_index_[static_cast<std::size_t>(i)] = reducers_++;
@@ -276,8 +281,6 @@ class plan {
     }
     return true;
   }
-
- public:
   /// Column mode: whether a reduction pass only sums contiguous float operands directly.
   bool column_sums_only(const pass_plan& pp) const {
     for (int i : pp.varying) {
@@ -295,8 +298,6 @@ class plan {
     }
     return !pp.reducers.empty();
   }
-
- private:
   void plan_prefetch();
 
  public:
@@ -523,11 +524,9 @@ void plan::resolve_direct() {
     d.f64 = in.type == dtype::f64;
     if (uniform_[i]) {
       using B = kernels::binary_op;
-      using U = kernels::unary_op;
       const auto b = static_cast<B>(in.sub);
-      const auto un = static_cast<U>(in.sub);
       if ((in.op == opcode::binary && (b == B::add || b == B::sub || b == B::mul || b == B::div)) ||
-          (in.op == opcode::unary && (un == U::neg || un == U::sqrt || un == U::rsqrt || un == U::square || un == U::reciprocal)))
+          (in.op == opcode::unary && exactly_rounded(static_cast<kernels::unary_op>(in.sub))))
         d.kind = direct_op::one_value;
       continue;
     }
@@ -1205,7 +1204,7 @@ struct column_runner {
       auto slot = [&](int i) { return scratch + static_cast<std::size_t>(pp.slot[static_cast<std::size_t>(i)]) * pl.slot_bytes_; };
       if (ps + 1 < pl.passes_.size()) {
         for (int r : pp.reducers) init_reducer(r);
-        if (pl.walk_.size() == 1 && pl.column_sums_only(pp)) {
+        if (pp.column_sums) {
           // Plain sums of operands (sum over axis 0): whole runs of reduced positions at once.
           for (int r : pp.reducers) {
             const instruction& load = p.code()[static_cast<std::size_t>(p.code()[static_cast<std::size_t>(r)].args[0])];
