@@ -110,6 +110,18 @@ struct batch_walker {
   }
 };
 
+/// Cuts a callback's range of groups [start, end) — `per_batch` groups per batch, batch-major
+/// — at batch boundaries and calls f(batch, first, last) for each piece (groups first..last-1
+/// of that batch), so each piece is one kernel call.
+template <class F>
+void for_each_batch_piece(index_t start, index_t end, index_t per_batch, F&& f) {
+  for (index_t g = start; g < end;) {
+    const index_t batch = g / per_batch, first = g % per_batch, last = std::min(per_batch, first + (end - g));
+    f(batch, first, last);
+    g += last - first;
+  }
+}
+
 template <class T>
 batch_walker make_walker(const plan& p, const tensor<T>& a, const tensor<T>& b, const tensor<T>& c,
                          index_t& b_batches) {
@@ -206,22 +218,19 @@ void run(const char* op, const plan& p, tensor<T> a, tensor<T> b, const tensor<T
     }
     case product_kind::matrix_vector:
     case product_kind::vector_matrix: {
-      // One group per output element, batch-major; a callback's range is cut at batch
-      // boundaries and each piece runs as one kernel call over [e0, e1) of that batch.
+      // One group per output element, batch-major.
       const bool rows = p.kind == product_kind::matrix_vector;
       const index_t per_batch = rows ? p.m : p.n, ys = c.strides()[rc - 1];
       schedule(op, p.batches * per_batch, [&](index_t start, index_t end) {
         const settings s = current_settings();
-        for (index_t g = start; g < end;) {
-          const index_t batch = g / per_batch, e0 = g % per_batch, e1 = std::min(per_batch, e0 + (end - g));
+        for_each_batch_piece(start, end, per_batch, [&](index_t batch, index_t e0, index_t e1) {
           index_t oa, ob, oc, fb;
           w.locate(batch, oa, ob, oc, fb);
           if (rows)
             gemv_rows<T>(k, pa + oa, ars, acs, pb + ob, brs, pc + oc, ys, e0, e1, s);
           else
             gevm_cols<T>(k, pa + oa, acs, pb + ob, brs, bcs, pc + oc, ys, e0, e1, s);
-          g += e1 - e0;
-        }
+        });
       });
       return;
     }
@@ -260,8 +269,7 @@ void run(const char* op, const plan& p, tensor<T> a, tensor<T> b, const tensor<T
   }
   schedule(op, p.batches * m, [&](index_t start, index_t end) {
     const settings s = current_settings();
-    for (index_t g = start; g < end;) {
-      const index_t batch = g / m, r0 = g % m, r1 = std::min(m, r0 + (end - g));
+    for_each_batch_piece(start, end, m, [&](index_t batch, index_t r0, index_t r1) {
       index_t oa, ob, oc, fb;
       w.locate(batch, oa, ob, oc, fb);
       gemm_args<T> ga = base;
@@ -269,8 +277,7 @@ void run(const char* op, const plan& p, tensor<T> a, tensor<T> b, const tensor<T
       ga.b = pb + ob;
       ga.c = pc + oc;
       gemm_rows<T>(ga, packed.empty() ? nullptr : packed[static_cast<std::size_t>(fb)].data, r0, r1, s);
-      g += r1 - r0;
-    }
+    });
   });
 }
 
