@@ -26,22 +26,30 @@ double naive_lanes(const std::vector<T>& x) {
   return lane[0];
 }
 
+/// Calls feed(chunk, len, pos) for consecutive random cuts of x (some of length 0, at most
+/// max_cut long), each copied to a misaligned buffer so kernels see arbitrary alignment.
+template <class T, class Feed>
+void for_each_cut(const std::vector<T>& x, rng& r, index_t max_cut, Feed feed) {
+  index_t pos = 0;
+  const index_t n = static_cast<index_t>(x.size());
+  while (pos < n) {
+    const index_t len = std::min(n - pos, r.below(max_cut + 1));
+    offset_buffer<T> chunk(len);
+    for (index_t i = 0; i < len; ++i) chunk[i] = x[static_cast<size_t>(pos + i)];
+    feed(chunk.data(), len, pos);
+    pos += len;
+  }
+}
+
 /// Feeds x to a fresh accumulator in random cuts (some of length 0) and returns the result.
 template <class T, bool product>
 double feed_in_cuts(const std::vector<T>& x, const ct::settings& s, rng& r, index_t max_cut) {
   k::lane_accumulator acc;
   product ? k::prod_init(acc) : k::sum_init(acc);
-  index_t pos = 0;
-  const index_t n = static_cast<index_t>(x.size());
-  while (pos < n) {
-    const index_t len = std::min(n - pos, r.below(max_cut + 1));
-    // Copy to a misaligned buffer so the kernel sees arbitrary alignment.
-    offset_buffer<T> chunk(len);
-    for (index_t i = 0; i < len; ++i) chunk[i] = x[static_cast<size_t>(pos + i)];
-    product ? k::prod_accumulate(acc, chunk.data(), len, s) : k::sum_accumulate(acc, chunk.data(), len, s);
-    pos += len;
-    REQUIRE(acc.count == pos);
-  }
+  for_each_cut(x, r, max_cut, [&](const T* chunk, index_t len, index_t pos) {
+    product ? k::prod_accumulate(acc, chunk, len, s) : k::sum_accumulate(acc, chunk, len, s);
+    REQUIRE(acc.count == pos + len);
+  });
   return product ? k::prod_result(acc) : k::sum_result(acc);
 }
 
@@ -86,18 +94,12 @@ k::extreme_state<T> extreme_in_cuts(const std::vector<T>& x, index_t first_index
                                     rng& r, index_t max_cut) {
   k::extreme_state<T> st;
   k::extreme_init(st);
-  index_t pos = 0;
-  const index_t n = static_cast<index_t>(x.size());
-  while (pos < n) {
-    const index_t len = std::min(n - pos, r.below(max_cut + 1));
-    offset_buffer<T> chunk(len);
-    for (index_t i = 0; i < len; ++i) chunk[i] = x[static_cast<size_t>(pos + i)];
+  for_each_cut(x, r, max_cut, [&](const T* chunk, index_t len, index_t pos) {
     if (is_max)
-      k::max_accumulate(st, chunk.data(), len, first_index + pos, s);
+      k::max_accumulate(st, chunk, len, first_index + pos, s);
     else
-      k::min_accumulate(st, chunk.data(), len, first_index + pos, s);
-    pos += len;
-  }
+      k::min_accumulate(st, chunk, len, first_index + pos, s);
+  });
   return st;
 }
 
