@@ -1,6 +1,7 @@
 // src/kernels/kernels.cpp — the public tile kernels: route each call to the scalar or simd half.
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
 #include "detail.hpp"
+#include <algorithm>
 
 namespace ct::detail::kernels {
 
@@ -52,19 +53,21 @@ void prod_accumulate(lane_accumulator& acc, const T* x, index_t n, const setting
 }
 
 template <class T>
-void max_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s) {
+void max_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s,
+                    bool with_index) {
   if (n <= 0) return;
   if (s.backend == backend::simd)
-    simd_max(st, x, n, first_index);
+    simd_max(st, x, n, first_index, with_index);
   else
     scalar_max(st, x, n, first_index);
 }
 
 template <class T>
-void min_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s) {
+void min_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s,
+                    bool with_index) {
   if (n <= 0) return;
   if (s.backend == backend::simd)
-    simd_min(st, x, n, first_index);
+    simd_min(st, x, n, first_index, with_index);
   else
     scalar_min(st, x, n, first_index);
 }
@@ -90,6 +93,35 @@ muladd_tile_fn<T> resolve_muladd(bool a_uniform, bool b_uniform, bool c_uniform,
   return f;
 }
 
+template <class T>
+unary_sum_tile_fn<T> resolve_unary_sum(unary_op op, bool store, const settings& s) noexcept {
+  unary_sum_tile_fn<T> f = nullptr;
+  if (s.backend == backend::simd) simd_resolve(op, is_fused(s), store, f);
+  return f;
+}
+
+// The head (until the stream reaches lane 0) and the tail (less than one round) go through
+// the plain tile function and the scalar lane sum, exactly as sum_accumulate splits a stream.
+template <class T>
+void unary_sum(unary_sum_tile_fn<T> fn, unary_tile_fn<T> plain, const T* x, T* y, index_t n, lane_accumulator& acc) {
+  T buf[reduce_lanes];
+  const auto part = [&](index_t at, index_t len) {
+    if (len <= 0) return;
+    T* out = y != nullptr ? y + at : buf;
+    plain(x + at, out, len);
+    scalar_sum(acc, out, len);
+  };
+  const index_t phase = acc.count % reduce_lanes;
+  const index_t head = phase == 0 ? 0 : std::min<index_t>(n, reduce_lanes - phase);
+  part(0, head);
+  const index_t rounds = (n - head) / reduce_lanes * reduce_lanes;
+  if (rounds > 0) {
+    fn(x + head, y != nullptr ? y + head : nullptr, rounds, acc.lane, acc.count == 0);
+    acc.count += rounds;
+  }
+  part(head + rounds, n - head - rounds);
+}
+
 const char* simd_target_name() noexcept { return simd_target(); }
 
 #define CT_KERNELS_INSTANTIATE(T)                                                                        \
@@ -98,11 +130,13 @@ const char* simd_target_name() noexcept { return simd_target(); }
   template void muladd<T>(const T*, bool, const T*, bool, const T*, bool, T*, index_t, const settings&); \
   template void sum_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&);               \
   template void prod_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&);              \
-  template void max_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&);      \
-  template void min_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&);      \
+  template void max_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool); \
+  template void min_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool); \
   template unary_tile_fn<T> resolve_unary<T>(unary_op, const settings&) noexcept;                      \
   template binary_tile_fn<T> resolve_binary<T>(binary_op, bool, bool, const settings&) noexcept;        \
-  template muladd_tile_fn<T> resolve_muladd<T>(bool, bool, bool, const settings&) noexcept;
+  template muladd_tile_fn<T> resolve_muladd<T>(bool, bool, bool, const settings&) noexcept;             \
+  template unary_sum_tile_fn<T> resolve_unary_sum<T>(unary_op, bool, const settings&) noexcept;         \
+  template void unary_sum<T>(unary_sum_tile_fn<T>, unary_tile_fn<T>, const T*, T*, index_t, lane_accumulator&);
 CT_KERNELS_INSTANTIATE(float)
 CT_KERNELS_INSTANTIATE(double)
 #undef CT_KERNELS_INSTANTIATE

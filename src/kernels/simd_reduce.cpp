@@ -154,10 +154,12 @@ void accumulate(lane_accumulator& acc, const T* x, index_t n, Bulk bulk) {
 /// Merges tile x[0..n) (positions first_index…) into st under the max (is_max) or min rule.
 /// The tile's winner competes with the state: a state holding a NaN is final; a NaN in the
 /// tile wins; otherwise the tile must be strictly better (ties keep the earlier position), and
-/// only then is its position searched — most tiles of a long row never win.
+/// only then is its position searched — most tiles of a long row never win. Without
+/// with_index the search is needed only for a zero winner: equal zeros differ in sign, and
+/// the first one is the value.
 template <class T, class Value, class FirstEq>
-void merge_tile(extreme_state<T>& st, const T* x, index_t n, index_t first_index, bool is_max, Value value,
-                FirstEq first_eq) {
+void merge_tile(extreme_state<T>& st, const T* x, index_t n, index_t first_index, bool is_max, bool with_index,
+                Value value, FirstEq first_eq) {
   if (st.index >= 0 && st.value != st.value) return;
   T m;
   const index_t nan = value(x, n, &m);
@@ -167,6 +169,11 @@ void merge_tile(extreme_state<T>& st, const T* x, index_t n, index_t first_index
     return;
   }
   if (st.index >= 0 && !(is_max ? m > st.value : m < st.value)) return;
+  if (!with_index && m != T(0)) {
+    st.value = m;
+    st.index = first_index;
+    return;
+  }
   const index_t pos = first_eq(x, n, m);
   st.value = x[pos];
   st.index = first_index + pos;
@@ -187,17 +194,17 @@ void simd_prod(lane_accumulator& acc, const double* x, index_t n) {
   accumulate<true>(acc, x, n, HWY_DYNAMIC_DISPATCH(ProdF64));
 }
 
-void simd_max(extreme_state<float>& st, const float* x, index_t n, index_t first_index) {
-  merge_tile(st, x, n, first_index, true, HWY_DYNAMIC_DISPATCH(MaxValF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
+void simd_max(extreme_state<float>& st, const float* x, index_t n, index_t first_index, bool with_index) {
+  merge_tile(st, x, n, first_index, true, with_index, HWY_DYNAMIC_DISPATCH(MaxValF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
 }
-void simd_max(extreme_state<double>& st, const double* x, index_t n, index_t first_index) {
-  merge_tile(st, x, n, first_index, true, HWY_DYNAMIC_DISPATCH(MaxValF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
+void simd_max(extreme_state<double>& st, const double* x, index_t n, index_t first_index, bool with_index) {
+  merge_tile(st, x, n, first_index, true, with_index, HWY_DYNAMIC_DISPATCH(MaxValF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
 }
-void simd_min(extreme_state<float>& st, const float* x, index_t n, index_t first_index) {
-  merge_tile(st, x, n, first_index, false, HWY_DYNAMIC_DISPATCH(MinValF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
+void simd_min(extreme_state<float>& st, const float* x, index_t n, index_t first_index, bool with_index) {
+  merge_tile(st, x, n, first_index, false, with_index, HWY_DYNAMIC_DISPATCH(MinValF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
 }
-void simd_min(extreme_state<double>& st, const double* x, index_t n, index_t first_index) {
-  merge_tile(st, x, n, first_index, false, HWY_DYNAMIC_DISPATCH(MinValF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
+void simd_min(extreme_state<double>& st, const double* x, index_t n, index_t first_index, bool with_index) {
+  merge_tile(st, x, n, first_index, false, with_index, HWY_DYNAMIC_DISPATCH(MinValF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
 }
 
 }  // namespace ct::detail::kernels

@@ -264,3 +264,46 @@ TEST_CASE("layer_norm and rms_norm are bitwise the same under the scalar and sim
     }
   }
 }
+
+// The simd backend feeds a sum of squares from the square's own kernel (kernels::unary_sum),
+// writing the squares only when something else needs them. Cover the cases where they are
+// needed — by the output pass (kept in the row cache), by another reducer of the same pass,
+// by a later elementwise use — against the scalar backend (which never fuses) and a double
+// reference, for strided rows too.
+TEST_CASE("a sum fed by its square's kernel: the squares stay available to other uses", "[scheduling][fused]") {
+  for (auto [rows, cols] : {std::pair<index_t, index_t>{4, 1}, {6, 33}, {5, 1030}, {3, 2500}}) {
+    auto x = ct::random_uniform<float>({rows, cols}, 95, -3.0f, 3.0f);
+    auto xt = ct::random_uniform<float>({cols, rows}, 96, -3.0f, 3.0f).permute({1, 0});  // strided rows
+    auto run = [&](ct::backend be) {
+      ct::backend_scope scope(be);
+      auto sq = ct::square(x);
+      return std::make_tuple(ct::eval(sq / ct::sum(sq, -1, true)),                       // row cache
+                             ct::eval(ct::sum(sq, -1) + ct::max(sq, -1)),                  // two reducers
+                             ct::eval(ct::sum(ct::square(x - ct::mean(x, -1, true)), -1)),  // only summed
+                             ct::eval(ct::sum(ct::square(xt), -1)));                        // strided operand
+    };
+    auto [a_s, b_s, c_s, d_s] = run(ct::backend::scalar);
+    auto [a_v, b_v, c_v, d_v] = run(ct::backend::simd);
+    INFO(rows << "x" << cols);
+    CHECK(ct_test::bitwise_equal(a_s, a_v));
+    CHECK(ct_test::bitwise_equal(b_s, b_v));
+    CHECK(ct_test::bitwise_equal(c_s, c_v));
+    CHECK(ct_test::bitwise_equal(d_s, d_v));
+    for (index_t r = 0; r < rows; ++r) {
+      double s = 0, m = 0, mu = 0, c = 0;
+      for (index_t i = 0; i < cols; ++i) {
+        const double v = x(r, i);
+        s += v * v;
+        m = std::max(m, v * v);
+        mu += v / static_cast<double>(cols);
+      }
+      for (index_t i = 0; i < cols; ++i) c += (x(r, i) - mu) * (x(r, i) - mu);
+      CHECK(std::abs(b_v(r, 0) - (s + m)) <= 1e-5 * (s + m));  // the reducers broadcast back: rows x 1
+      CHECK(std::abs(c_v(r) - c) <= 1e-5 * c + 1e-6);
+      for (index_t i = 0; i < cols; i += 7) {
+        const double v = x(r, i);
+        CHECK(std::abs(a_v(r, i) - v * v / s) <= 1e-6 * (v * v / s) + 1e-30);
+      }
+    }
+  }
+}

@@ -91,14 +91,14 @@ k::extreme_state<T> naive_extreme(const std::vector<T>& x, index_t first_index) 
 
 template <class T, bool is_max>
 k::extreme_state<T> extreme_in_cuts(const std::vector<T>& x, index_t first_index, const ct::settings& s,
-                                    rng& r, index_t max_cut) {
+                                    rng& r, index_t max_cut, bool with_index = true) {
   k::extreme_state<T> st;
   k::extreme_init(st);
   for_each_cut(x, r, max_cut, [&](const T* chunk, index_t len, index_t pos) {
     if (is_max)
-      k::max_accumulate(st, chunk, len, first_index + pos, s);
+      k::max_accumulate(st, chunk, len, first_index + pos, s, with_index);
     else
-      k::min_accumulate(st, chunk, len, first_index + pos, s);
+      k::min_accumulate(st, chunk, len, first_index + pos, s, with_index);
   });
   return st;
 }
@@ -133,10 +133,54 @@ inline void check_extreme() {
                            << ", " << got.index << ") want (" << want.value << ", " << want.index << ")");
           REQUIRE(got.index == want.index);
           REQUIRE(same_bits(got.value, want.value));
+          // Value only (max/min rather than argmax/argmin): the same value, zeros' signs included.
+          const auto value = extreme_in_cuts<T, is_max>(x, first, s, r, max_cut, false);
+          REQUIRE(same_bits(value.value, want.value));
+          REQUIRE((value.index >= 0) == (want.index >= 0));
         }
     }
   }
 }
 
+/// unary_sum (a unary function feeding a lane-wise sum) against the two separate calls: the
+/// same results and lanes bitwise, fed in random cuts so every lane phase starts a call, with
+/// and without storing the results. Returns whether the current target has the fused kernel.
+template <class T>
+bool check_unary_sum() {
+  rng r(sizeof(T) == 4 ? 31 : 32);
+  bool found = false;
+  for (const auto& s : all_settings()) {
+    REQUIRE(k::resolve_unary_sum<T>(k::unary_op::exp, true, s) == nullptr);  // square only
+    for (bool store : {true, false}) {
+      const auto fused = k::resolve_unary_sum<T>(k::unary_op::square, store, s);
+      const auto plain = k::resolve_unary<T>(k::unary_op::square, s);
+      if (s.backend == ct::backend::scalar) REQUIRE(fused == nullptr);
+      if (fused == nullptr) continue;
+      REQUIRE(plain != nullptr);
+      found = true;
+      for (index_t n : tile_lengths()) {
+        std::vector<T> x(static_cast<size_t>(n));
+        for (auto& v : x) v = static_cast<T>(r.uniform(-1, 1) * std::exp(r.uniform(-30, 30)));
+        for (index_t max_cut : {index_t(1), index_t(7), index_t(45), index_t(300), index_t(5000)}) {
+          k::lane_accumulator a, b;
+          k::sum_init(a);
+          k::sum_init(b);
+          std::vector<T> ya(x.size()), yb(x.size());
+          for_each_cut(x, r, max_cut, [&](const T* chunk, index_t len, index_t pos) {
+            k::unary_sum(fused, plain, chunk, store ? yb.data() + pos : nullptr, len, b);
+            k::unary(k::unary_op::square, chunk, ya.data() + pos, len, s);
+            k::sum_accumulate(a, ya.data() + pos, len, s);
+          });
+          INFO(describe(s) << " store " << store << " n=" << n << " max_cut=" << max_cut);
+          REQUIRE(a.count == b.count);
+          for (int l = 0; l < k::reduce_lanes; ++l) REQUIRE(same_bits(a.lane[l], b.lane[l]));
+          if (store)
+            for (size_t i = 0; i < x.size(); ++i) REQUIRE(same_bits(ya[i], yb[i]));
+        }
+      }
+    }
+  }
+  return found;
+}
 
 }  // namespace ct_test_kernels

@@ -83,6 +83,11 @@ TEST_CASE("min_accumulate: first NaN wins, ties keep the first index, any cut, b
   check_extreme<double, false>();
 }
 
+TEST_CASE("unary_sum: a square feeding its sum equals the two calls bitwise", "[kernels]") {
+  CHECK(check_unary_sum<float>());
+  CHECK(check_unary_sum<double>());
+}
+
 TEST_CASE("max/min: hand-checked cases", "[kernels]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (const auto& s : all_settings()) {

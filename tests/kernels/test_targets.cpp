@@ -104,6 +104,10 @@ TEST_CASE("every available simd target meets the kernel contracts", "[kernels][t
     check_lanes<double, true>();
     check_extreme<float, true>();
     check_extreme<double, false>();
+    if (std::string(k::simd_target_label(t)) != "SCALAR") {  // the one-lane target has no fused kernel
+      CHECK(check_unary_sum<float>());
+      CHECK(check_unary_sum<double>());
+    }
     check_muladd_rounding<float>();
     check_muladd_rounding<double>();
     check_special_values<float>();

@@ -96,10 +96,27 @@ void extreme_init(extreme_state<T>& st) noexcept {
   st.index = -1;
 }
 /// Feeds x[0..n) whose positions are first_index, first_index+1, …
+/// with_index false: only st.value is wanted (max/min, not argmax/argmin); st.index may then
+/// hold any position of the winning tile, which saves searching for it. st.value is the same.
 template <class T>
-void max_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s);
+void max_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s,
+                    bool with_index = true);
 template <class T>
-void min_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s);
+void min_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s,
+                    bool with_index = true);
+
+/// A unary function whose results also feed a lane-wise sum, in one pass over the tile:
+/// unary_sum(fn, plain, x, y, n, acc) leaves y and acc bitwise as plain(x, y, n) followed by
+/// sum_accumulate(acc, y, n, s) under the simd backend (plain = resolve_unary(op, s)) — the
+/// sum just does not re-read y. With store == false y is not written at all (pass nullptr).
+/// resolve_unary_sum returns nullptr where there is no such function: the scalar backend, ops
+/// other than square, or a CPU target too narrow for it.
+template <class T>
+using unary_sum_tile_fn = void (*)(const T* x, T* y, index_t n, double* lane, bool fresh);
+template <class T>
+unary_sum_tile_fn<T> resolve_unary_sum(unary_op op, bool store, const settings& s) noexcept;
+template <class T>
+void unary_sum(unary_sum_tile_fn<T> fn, unary_tile_fn<T> plain, const T* x, T* y, index_t n, lane_accumulator& acc);
 
 /// Name of the SIMD target the simd backend dispatches to on this CPU (e.g. "AVX3", "AVX2").
 const char* simd_target_name() noexcept;
