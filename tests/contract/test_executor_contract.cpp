@@ -1,10 +1,12 @@
 // Conformance tests for ../shared/CONTRACT.md §1–§3 and §6, one test case per clause.
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <boost/asio/thread_pool.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -351,6 +353,107 @@ TEST_CASE("contract §6: asio_executor options: serial threshold and minimum chu
   }
   CHECK_THROWS_AS(ct::asio_executor(pool, 0), ct::error);
   pool.join();
+}
+
+// asio_options::linger: helpers poll for the next call instead of returning their thread at
+// once. The §6 promises hold unchanged: every group exactly once, at most `workers`
+// participants per call, errors rethrown after the started callbacks, no deadlock from the
+// pool's own threads — whether the next call comes at once (a lingering helper takes it) or
+// after the helpers gave up (posted again).
+TEST_CASE("contract §6: asio_executor with lingering helpers keeps every promise", "[executor][contract]") {
+  boost::asio::thread_pool pool(3);
+  ct::asio_options o;
+  o.linger = 300us;
+  for (int w : {2, 3}) {
+    ct::executor_scope scope(ct::checked_executor(ct::asio_executor(pool, w, o)));
+    for (int call = 0; call < 300; ++call) {
+      const index_t count = 1 + (call * 37) % 400;
+      coverage c(count);
+      std::mutex m;
+      std::vector<std::thread::id> ids;
+      ct::parallel_for(count, [&](index_t s, index_t e) {
+        c.mark(s, e);
+        std::lock_guard<std::mutex> lock(m);
+        if (std::find(ids.begin(), ids.end(), std::this_thread::get_id()) == ids.end())
+          ids.push_back(std::this_thread::get_id());
+      });
+      INFO("workers " << w << " call " << call << " count " << count);
+      REQUIRE(c.exactly_once());
+      REQUIRE(ids.size() <= static_cast<std::size_t>(w));
+      if (call % 50 == 49) std::this_thread::sleep_for(2ms);  // the helpers give up meanwhile
+    }
+    // A failing call in the middle of a stream of calls.
+    std::atomic<int> running{0};
+    CHECK_THROWS_WITH(ct::parallel_for(1000,
+                                       [&](index_t s, index_t) {
+                                         running++;
+                                         std::this_thread::sleep_for(10us);
+                                         running--;
+                                         if (s >= 500) throw std::runtime_error("group failed");
+                                       }),
+                      "group failed");
+    CHECK(running.load() == 0);
+    coverage after(777);
+    ct::parallel_for(777, [&](index_t s, index_t e) { after.mark(s, e); });
+    CHECK(after.exactly_once());
+  }
+  CHECK_THROWS_AS(ct::asio_executor(pool, 2, [] {
+                    ct::asio_options bad;
+                    bad.linger = -1us;
+                    return bad;
+                  }()),
+                  ct::error);
+  // Calls from the pool's own threads while helpers linger: no deadlock.
+  std::vector<std::future<bool>> results;
+  auto exec = ct::asio_executor(pool, 4, o);
+  for (int j = 0; j < 3; ++j) {
+    auto done = std::make_shared<std::promise<bool>>();
+    results.push_back(done->get_future());
+    boost::asio::post(pool, [exec, done] {
+      try {
+        bool ok = true;
+        ct::executor_scope scope(exec);
+        for (int k = 0; k < 20; ++k) {
+          coverage c(300);
+          ct::parallel_for(300, [&](index_t s, index_t e) { c.mark(s, e); });
+          ok = ok && c.exactly_once();
+        }
+        done->set_value(ok);
+      } catch (...) {
+        done->set_exception(std::current_exception());
+      }
+    });
+  }
+  for (auto& r : results) {
+    REQUIRE(r.wait_for(30s) == std::future_status::ready);
+    CHECK(r.get());
+  }
+  pool.join();  // returns once the last helper stopped lingering
+}
+
+// The lingering path itself: the pool's only thread still polls after a call, so the next call
+// is served by it even though a task posted to the pool in between has not started yet.
+TEST_CASE("asio_executor: a lingering helper takes the next call without being posted", "[executor]") {
+  boost::asio::thread_pool pool(1);
+  ct::asio_options o;
+  o.linger = 300ms;  // far longer than the test needs; join() waits it out
+  ct::executor_scope scope(ct::asio_executor(pool, 2, o));
+  auto helped = [] {
+    std::atomic<int> others{0};
+    const auto caller = std::this_thread::get_id();
+    ct::parallel_for(64, [&](index_t, index_t) {
+      if (std::this_thread::get_id() != caller) others++;
+      std::this_thread::sleep_for(200us);
+    });
+    return others.load() > 0;
+  };
+  CHECK(helped());  // posted; the helper lingers afterwards
+  std::atomic<bool> marker{false};
+  boost::asio::post(pool, [&] { marker = true; });  // queued behind the lingering helper
+  CHECK(helped());
+  CHECK_FALSE(marker.load());  // the pool thread never went back to the pool in between
+  pool.join();
+  CHECK(marker.load());
 }
 
 TEST_CASE("checked_executor reports overlap, gaps and out-of-range ranges", "[executor][contract]") {

@@ -21,6 +21,11 @@ namespace {
 // Every executor the determinism promise covers. The Asio pool outlives the returned list.
 struct executor_zoo {
   boost::asio::thread_pool pool{3};
+  static ct::asio_options lingering() {
+    ct::asio_options o;
+    o.linger = std::chrono::microseconds(200);
+    return o;
+  }
   std::vector<std::pair<std::string, ct::executor>> all() {
     return {{"none", ct::executor{}},
             {"serial 64", ct_test::serial_64_executor()},
@@ -28,6 +33,7 @@ struct executor_zoo {
             {"asio 1", ct::asio_executor(pool, 1)},
             {"asio 2", ct::asio_executor(pool, 2)},
             {"asio 7", ct::asio_executor(pool, 7)},
+            {"asio 3 lingering", ct::asio_executor(pool, 3, lingering())},
             {"random partition a", ct_test::random_partition_executor(1)},
             {"random partition b", ct_test::random_partition_executor(2)}};
   }

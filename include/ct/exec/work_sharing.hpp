@@ -18,11 +18,14 @@ namespace ct::detail {
 
 class shared_ranges {
  public:
-  shared_ranges(index_t count, index_t chunk, range_callback callback) noexcept
-      : count_(count), chunk_(chunk), callback_(callback) {}
+  /// max_helpers: how many helpers may join over the job's life (besides the caller).
+  shared_ranges(index_t count, index_t chunk, range_callback callback, index_t max_helpers) noexcept
+      : count_(count), chunk_(chunk), callback_(callback), seats_(max_helpers) {}
 
-  /// Run by a helper: joins unless the caller already closed the job, then claims chunks.
+  /// Run by a helper: joins unless the caller already closed the job or every helper seat is
+  /// taken, then claims chunks.
   void help() {
+    if (seats_.fetch_sub(1) <= 0) return;
     if (!enter()) return;
     work();
     leave();
@@ -48,15 +51,16 @@ class shared_ranges {
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
- private:
-  static constexpr std::uint64_t closed_bit = 1, one_helper = 2;
-  static constexpr int spin_limit = 20000;  // a few tens of microseconds
-
+  /// The CPU's spin-wait hint.
   static void pause() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
   }
+
+ private:
+  static constexpr std::uint64_t closed_bit = 1, one_helper = 2;
+  static constexpr int spin_limit = 20000;  // a few tens of microseconds
 
   bool enter() noexcept {
     std::uint64_t g = gate_.load();
@@ -85,6 +89,7 @@ class shared_ranges {
   const index_t count_, chunk_;
   const range_callback callback_;
   std::atomic<index_t> next_{0};
+  std::atomic<index_t> seats_;  // helper seats left
   std::atomic<bool> failed_{false};
   std::atomic<std::uint64_t> gate_{0};  // helpers inside * 2, plus closed_bit
   std::mutex mutex_;
