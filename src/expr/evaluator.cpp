@@ -171,6 +171,9 @@ struct pass_plan {
   std::vector<int> reused;     // computed by an earlier pass and kept in the row cache
   std::vector<int> slot;       // instruction -> tile slot in this pass (-1: none)
   std::vector<char> prefetch;  // instruction -> a load streaming from memory for the first time in the group
+  // instruction -> a prefetched load that only reducers read, whose kernels prefetch as they go
+  // (kernels' `streamed`): no burst of prefetches before the tile then.
+  std::vector<char> streamed;
   bool column_sums = false;    // column mode: the pass only sums contiguous float operands (run rows in batches)
   bool prefetch_next = false;  // prefetch the next group's streamed operands during this pass
   // Fused feeding: unary instruction -> the sum reducer it feeds while computing its tile
@@ -585,6 +588,23 @@ void plan::plan_prefetch() {
       }
       seen[l] = 1;
     }
+    // Streamed reads straight into sum/max/min/argmax/argmin of float or double (simd kernels).
+    pp.streamed.assign(code.size(), 0);
+    if (column_ || current_settings().backend != backend::simd) continue;
+    for (int i : pp.varying) {
+      const instruction& in = code[static_cast<std::size_t>(i)];
+      if (!pp.prefetch[static_cast<std::size_t>(i)] || (in.type != dtype::f32 && in.type != dtype::f64)) continue;
+      bool only_reducers = true, read = false;
+      for (int j : pp.varying)
+        for (int a : all_args(p_, code[static_cast<std::size_t>(j)])) only_reducers = only_reducers && a != i;
+      for (int r : pp.reducers) {
+        const instruction& red = code[static_cast<std::size_t>(r)];
+        if (red.args[0] != i) continue;
+        read = true;
+        only_reducers = only_reducers && red.sub != static_cast<std::uint8_t>(reduce_op::prod);
+      }
+      pp.streamed[static_cast<std::size_t>(i)] = only_reducers && read;
+    }
   }
   // A group whose second pass works from the caches (exp in softmax and logsumexp) leaves the
   // memory bus idle meanwhile: that pass fetches the next group's rows, so the next first pass
@@ -839,7 +859,7 @@ struct group_runner {
             const index_t esize = static_cast<index_t>(dtype_size(leaf.type));
             auto* at = const_cast<unsigned char*>(static_cast<const unsigned char*>(leaf.data)) +
                        (offsets[static_cast<std::size_t>(in.leaf)] + pos) * esize;
-            if ((*prefetch)[static_cast<std::size_t>(i)]) prefetch_ahead(at, n * esize);
+            if ((*prefetch)[static_cast<std::size_t>(i)] && !pass->streamed[static_cast<std::size_t>(i)]) prefetch_ahead(at, n * esize);
             ptr[static_cast<std::size_t>(i)] = at;
             return;
           }
@@ -912,6 +932,7 @@ struct group_runner {
 
   void feed_reducer(int i, const void* x, index_t n, index_t pos) {
     const instruction& in = p.code()[static_cast<std::size_t>(i)];
+    const bool streamed = pass->streamed[static_cast<std::size_t>(in.args[0])] != 0;
     reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(i)]];
     const dtype at = p.code()[static_cast<std::size_t>(in.args[0])].type;
     auto op = static_cast<reduce_op>(in.sub);
@@ -930,12 +951,12 @@ struct group_runner {
           else return st.extreme_d;
         }();
         switch (op) {
-          case reduce_op::sum: kernels::sum_accumulate<T>(st.lanes, v, n, s); break;
+          case reduce_op::sum: kernels::sum_accumulate<T>(st.lanes, v, n, s, streamed); break;
           case reduce_op::prod: kernels::prod_accumulate<T>(st.lanes, v, n, s); break;
-          case reduce_op::max: kernels::max_accumulate<T>(ex, v, n, pos, s, false); break;
-          case reduce_op::argmax: kernels::max_accumulate<T>(ex, v, n, pos, s); break;
-          case reduce_op::min: kernels::min_accumulate<T>(ex, v, n, pos, s, false); break;
-          case reduce_op::argmin: kernels::min_accumulate<T>(ex, v, n, pos, s); break;
+          case reduce_op::max: kernels::max_accumulate<T>(ex, v, n, pos, s, false, streamed); break;
+          case reduce_op::argmax: kernels::max_accumulate<T>(ex, v, n, pos, s, true, streamed); break;
+          case reduce_op::min: kernels::min_accumulate<T>(ex, v, n, pos, s, false, streamed); break;
+          case reduce_op::argmin: kernels::min_accumulate<T>(ex, v, n, pos, s, true, streamed); break;
           default: break;
         }
       } else {

@@ -35,10 +35,12 @@ void scalar_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index
   void simd_binary(binary_op op, const T* a, bool a_uniform, const T* b, bool b_uniform, T* y, index_t n); \
   void simd_muladd(const T* a, bool a_uniform, const T* b, bool b_uniform, const T* c, bool c_uniform,    \
                    T* y, index_t n, bool fused);                                                         \
-  void simd_sum(lane_accumulator& acc, const T* x, index_t n);                                           \
+  void simd_sum(lane_accumulator& acc, const T* x, index_t n, bool streamed);                            \
   void simd_prod(lane_accumulator& acc, const T* x, index_t n);                                          \
-  void simd_max(extreme_state<T>& st, const T* x, index_t n, index_t first_index, bool with_index);      \
-  void simd_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index, bool with_index);      \
+  void simd_max(extreme_state<T>& st, const T* x, index_t n, index_t first_index, bool with_index,       \
+                bool streamed);                                                                          \
+  void simd_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index, bool with_index,       \
+                bool streamed);                                                                          \
   void simd_resolve(unary_op op, bool fused, unary_tile_fn<T>& out) noexcept;                            \
   void simd_resolve(binary_op op, bool au, bool bu, binary_tile_fn<T>& out) noexcept;                    \
   void simd_resolve(bool au, bool bu, bool cu, bool fused, muladd_tile_fn<T>& out) noexcept;              \

@@ -35,10 +35,10 @@ void muladd(const T* a, bool a_uniform, const T* b, bool b_uniform, const T* c, 
 }
 
 template <class T>
-void sum_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s) {
+void sum_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s, bool streamed) {
   if (n <= 0) return;
   if (s.backend == backend::simd)
-    simd_sum(acc, x, n);
+    simd_sum(acc, x, n, streamed);
   else
     scalar_sum(acc, x, n);
 }
@@ -54,20 +54,20 @@ void prod_accumulate(lane_accumulator& acc, const T* x, index_t n, const setting
 
 template <class T>
 void max_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s,
-                    bool with_index) {
+                    bool with_index, bool streamed) {
   if (n <= 0) return;
   if (s.backend == backend::simd)
-    simd_max(st, x, n, first_index, with_index);
+    simd_max(st, x, n, first_index, with_index, streamed);
   else
     scalar_max(st, x, n, first_index);
 }
 
 template <class T>
 void min_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s,
-                    bool with_index) {
+                    bool with_index, bool streamed) {
   if (n <= 0) return;
   if (s.backend == backend::simd)
-    simd_min(st, x, n, first_index, with_index);
+    simd_min(st, x, n, first_index, with_index, streamed);
   else
     scalar_min(st, x, n, first_index);
 }
@@ -128,10 +128,10 @@ const char* simd_target_name() noexcept { return simd_target(); }
   template void unary<T>(unary_op, const T*, T*, index_t, const settings&);                             \
   template void binary<T>(binary_op, const T*, bool, const T*, bool, T*, index_t, const settings&);     \
   template void muladd<T>(const T*, bool, const T*, bool, const T*, bool, T*, index_t, const settings&); \
-  template void sum_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&);               \
+  template void sum_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&, bool);         \
   template void prod_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&);              \
-  template void max_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool); \
-  template void min_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool); \
+  template void max_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, bool); \
+  template void min_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, bool); \
   template unary_tile_fn<T> resolve_unary<T>(unary_op, const settings&) noexcept;                      \
   template binary_tile_fn<T> resolve_binary<T>(binary_op, bool, bool, const settings&) noexcept;        \
   template muladd_tile_fn<T> resolve_muladd<T>(bool, bool, bool, const settings&) noexcept;             \

@@ -19,11 +19,20 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- lane-wise sum / product -----------------------------------------------------------------
 
+/// Prefetches the kBytes (a multiple of 64) that follow p + stream_prefetch_distance.
+template <size_t kBytes>
+HWY_INLINE void PrefetchAhead(const void* p) {
+  const char* at = static_cast<const char*>(p) + stream_prefetch_distance;
+  for (size_t b = 0; b < kBytes; b += 64) __builtin_prefetch(at + b);
+}
+
 /// Adds (or multiplies) x[0..n) into lane[0..32); n is a multiple of 32 and x[0] belongs to
 /// lane 0. The 32 lanes live in 32/N independent vectors, so the dependency chains overlap.
 /// fresh: the lanes still hold their initial 0 (1 for products) and are not read — reading
 /// them right after the init's narrower stores stalls on store forwarding.
-template <bool kProduct, class T>
+/// kStreamed: x comes from memory; each round prefetches its lines stream_prefetch_distance
+/// ahead.
+template <bool kProduct, bool kStreamed, class T>
 HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT x, index_t n, bool fresh) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<T, decltype(d)> dt;  // N elements of the input type
@@ -34,6 +43,7 @@ HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT
   V acc[kVecs];
   for (size_t j = 0; j < kVecs; ++j) acc[j] = fresh ? hn::Set(d, kProduct ? 1.0 : 0.0) : hn::LoadU(d, lane + j * N);
   for (index_t i = 0; i < n; i += reduce_lanes) {
+    if constexpr (kStreamed) PrefetchAhead<reduce_lanes * sizeof(T)>(x + i);
     // Fully unrolled so every accumulator stays in a register (a rolled loop indexes acc[]
     // through the stack: 55 GB/s from L2 instead of near the DRAM rate).
     HWY_UNROLL(16)
@@ -49,16 +59,18 @@ HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT
   for (size_t j = 0; j < kVecs; ++j) hn::StoreU(acc[j], d, lane + j * N);
 }
 
-void SumF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<false>(lane, x, n, fresh); }
-void SumF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<false>(lane, x, n, fresh); }
-void ProdF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<true>(lane, x, n, fresh); }
-void ProdF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<true>(lane, x, n, fresh); }
+void SumF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<false, false>(lane, x, n, fresh); }
+void SumF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<false, false>(lane, x, n, fresh); }
+void SumStreamedF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<false, true>(lane, x, n, fresh); }
+void SumStreamedF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<false, true>(lane, x, n, fresh); }
+void ProdF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<true, false>(lane, x, n, fresh); }
+void ProdF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<true, false>(lane, x, n, fresh); }
 
 // ---- max / min with position ----------------------------------------------------------------
 
 /// The extreme (max for kMax, else min) of x[0..n) into *m, or the position of the first NaN
-/// (then *m is untouched); -1 when there is no NaN. n > 0.
-template <bool kMax, class T>
+/// (then *m is untouched); -1 when there is no NaN. n > 0. kStreamed as for AccumulateLanes.
+template <bool kMax, bool kStreamed, class T>
 HWY_INLINE index_t ExtremeValue(const T* HWY_RESTRICT x, index_t n, T* m_out) {
   const hn::ScalableTag<T> d;
   const index_t N = static_cast<index_t>(hn::Lanes(d));
@@ -68,6 +80,7 @@ HWY_INLINE index_t ExtremeValue(const T* HWY_RESTRICT x, index_t n, T* m_out) {
   // Four independent chains; a NaN anywhere in a block of four vectors sends the block to
   // the exact scalar search below, which finds the first NaN.
   for (; i + 4 * N <= n; i += 4 * N) {
+    if constexpr (kStreamed) PrefetchAhead<4 * HWY_MAX_BYTES>(x + i);  // 4 vectors (AVX-512: 4 lines)
     const auto v0 = hn::LoadU(d, x + i), v1 = hn::LoadU(d, x + i + N);
     const auto v2 = hn::LoadU(d, x + i + 2 * N), v3 = hn::LoadU(d, x + i + 3 * N);
     const auto nan = hn::Or(hn::Or(hn::IsNaN(v0), hn::IsNaN(v1)), hn::Or(hn::IsNaN(v2), hn::IsNaN(v3)));
@@ -103,10 +116,14 @@ HWY_INLINE index_t FirstEqual(const T* HWY_RESTRICT x, index_t n, T m) {
   return n - 1;  // not reached
 }
 
-index_t MaxValF32(const float* x, index_t n, float* m) { return ExtremeValue<true>(x, n, m); }
-index_t MaxValF64(const double* x, index_t n, double* m) { return ExtremeValue<true>(x, n, m); }
-index_t MinValF32(const float* x, index_t n, float* m) { return ExtremeValue<false>(x, n, m); }
-index_t MinValF64(const double* x, index_t n, double* m) { return ExtremeValue<false>(x, n, m); }
+index_t MaxValF32(const float* x, index_t n, float* m) { return ExtremeValue<true, false>(x, n, m); }
+index_t MaxValF64(const double* x, index_t n, double* m) { return ExtremeValue<true, false>(x, n, m); }
+index_t MinValF32(const float* x, index_t n, float* m) { return ExtremeValue<false, false>(x, n, m); }
+index_t MinValF64(const double* x, index_t n, double* m) { return ExtremeValue<false, false>(x, n, m); }
+index_t MaxValStreamedF32(const float* x, index_t n, float* m) { return ExtremeValue<true, true>(x, n, m); }
+index_t MaxValStreamedF64(const double* x, index_t n, double* m) { return ExtremeValue<true, true>(x, n, m); }
+index_t MinValStreamedF32(const float* x, index_t n, float* m) { return ExtremeValue<false, true>(x, n, m); }
+index_t MinValStreamedF64(const double* x, index_t n, double* m) { return ExtremeValue<false, true>(x, n, m); }
 index_t FirstEqF32(const float* x, index_t n, float m) { return FirstEqual(x, n, m); }
 index_t FirstEqF64(const double* x, index_t n, double m) { return FirstEqual(x, n, m); }
 
@@ -119,12 +136,18 @@ namespace ct::detail::kernels {
 
 HWY_EXPORT(SumF32);
 HWY_EXPORT(SumF64);
+HWY_EXPORT(SumStreamedF32);
+HWY_EXPORT(SumStreamedF64);
 HWY_EXPORT(ProdF32);
 HWY_EXPORT(ProdF64);
 HWY_EXPORT(MaxValF32);
 HWY_EXPORT(MaxValF64);
 HWY_EXPORT(MinValF32);
 HWY_EXPORT(MinValF64);
+HWY_EXPORT(MaxValStreamedF32);
+HWY_EXPORT(MaxValStreamedF64);
+HWY_EXPORT(MinValStreamedF32);
+HWY_EXPORT(MinValStreamedF64);
 HWY_EXPORT(FirstEqF32);
 HWY_EXPORT(FirstEqF64);
 
@@ -181,11 +204,13 @@ void merge_tile(extreme_state<T>& st, const T* x, index_t n, index_t first_index
 
 }  // namespace
 
-void simd_sum(lane_accumulator& acc, const float* x, index_t n) {
-  accumulate<false>(acc, x, n, HWY_DYNAMIC_DISPATCH(SumF32));
+void simd_sum(lane_accumulator& acc, const float* x, index_t n, bool streamed) {
+  if (streamed) accumulate<false>(acc, x, n, HWY_DYNAMIC_DISPATCH(SumStreamedF32));
+  else accumulate<false>(acc, x, n, HWY_DYNAMIC_DISPATCH(SumF32));
 }
-void simd_sum(lane_accumulator& acc, const double* x, index_t n) {
-  accumulate<false>(acc, x, n, HWY_DYNAMIC_DISPATCH(SumF64));
+void simd_sum(lane_accumulator& acc, const double* x, index_t n, bool streamed) {
+  if (streamed) accumulate<false>(acc, x, n, HWY_DYNAMIC_DISPATCH(SumStreamedF64));
+  else accumulate<false>(acc, x, n, HWY_DYNAMIC_DISPATCH(SumF64));
 }
 void simd_prod(lane_accumulator& acc, const float* x, index_t n) {
   accumulate<true>(acc, x, n, HWY_DYNAMIC_DISPATCH(ProdF32));
@@ -194,17 +219,25 @@ void simd_prod(lane_accumulator& acc, const double* x, index_t n) {
   accumulate<true>(acc, x, n, HWY_DYNAMIC_DISPATCH(ProdF64));
 }
 
-void simd_max(extreme_state<float>& st, const float* x, index_t n, index_t first_index, bool with_index) {
-  merge_tile(st, x, n, first_index, true, with_index, HWY_DYNAMIC_DISPATCH(MaxValF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
+void simd_max(extreme_state<float>& st, const float* x, index_t n, index_t first_index, bool with_index,
+              bool streamed) {
+  if (streamed) merge_tile(st, x, n, first_index, true, with_index, HWY_DYNAMIC_DISPATCH(MaxValStreamedF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
+  else merge_tile(st, x, n, first_index, true, with_index, HWY_DYNAMIC_DISPATCH(MaxValF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
 }
-void simd_max(extreme_state<double>& st, const double* x, index_t n, index_t first_index, bool with_index) {
-  merge_tile(st, x, n, first_index, true, with_index, HWY_DYNAMIC_DISPATCH(MaxValF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
+void simd_max(extreme_state<double>& st, const double* x, index_t n, index_t first_index, bool with_index,
+              bool streamed) {
+  if (streamed) merge_tile(st, x, n, first_index, true, with_index, HWY_DYNAMIC_DISPATCH(MaxValStreamedF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
+  else merge_tile(st, x, n, first_index, true, with_index, HWY_DYNAMIC_DISPATCH(MaxValF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
 }
-void simd_min(extreme_state<float>& st, const float* x, index_t n, index_t first_index, bool with_index) {
-  merge_tile(st, x, n, first_index, false, with_index, HWY_DYNAMIC_DISPATCH(MinValF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
+void simd_min(extreme_state<float>& st, const float* x, index_t n, index_t first_index, bool with_index,
+              bool streamed) {
+  if (streamed) merge_tile(st, x, n, first_index, false, with_index, HWY_DYNAMIC_DISPATCH(MinValStreamedF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
+  else merge_tile(st, x, n, first_index, false, with_index, HWY_DYNAMIC_DISPATCH(MinValF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
 }
-void simd_min(extreme_state<double>& st, const double* x, index_t n, index_t first_index, bool with_index) {
-  merge_tile(st, x, n, first_index, false, with_index, HWY_DYNAMIC_DISPATCH(MinValF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
+void simd_min(extreme_state<double>& st, const double* x, index_t n, index_t first_index, bool with_index,
+              bool streamed) {
+  if (streamed) merge_tile(st, x, n, first_index, false, with_index, HWY_DYNAMIC_DISPATCH(MinValStreamedF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
+  else merge_tile(st, x, n, first_index, false, with_index, HWY_DYNAMIC_DISPATCH(MinValF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
 }
 
 }  // namespace ct::detail::kernels

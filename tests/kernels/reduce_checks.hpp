@@ -42,12 +42,13 @@ void for_each_cut(const std::vector<T>& x, rng& r, index_t max_cut, Feed feed) {
 }
 
 /// Feeds x to a fresh accumulator in random cuts (some of length 0) and returns the result.
+/// streamed: sums use the kernels' prefetching variant (the same results).
 template <class T, bool product>
-double feed_in_cuts(const std::vector<T>& x, const ct::settings& s, rng& r, index_t max_cut) {
+double feed_in_cuts(const std::vector<T>& x, const ct::settings& s, rng& r, index_t max_cut, bool streamed = false) {
   k::lane_accumulator acc;
   product ? k::prod_init(acc) : k::sum_init(acc);
   for_each_cut(x, r, max_cut, [&](const T* chunk, index_t len, index_t pos) {
-    product ? k::prod_accumulate(acc, chunk, len, s) : k::sum_accumulate(acc, chunk, len, s);
+    product ? k::prod_accumulate(acc, chunk, len, s) : k::sum_accumulate(acc, chunk, len, s, streamed);
     REQUIRE(acc.count == pos + len);
   });
   return product ? k::prod_result(acc) : k::sum_result(acc);
@@ -67,6 +68,7 @@ inline void check_lanes() {
         const double got = feed_in_cuts<T, product>(x, s, r, max_cut);
         INFO(describe(s) << " n=" << n << " max_cut=" << max_cut << " got " << got << " want " << want);
         REQUIRE(same_bits(got, want));
+        if (!product) REQUIRE(same_bits(feed_in_cuts<T, product>(x, s, r, max_cut, true), want));
       }
   }
 }
@@ -91,14 +93,14 @@ k::extreme_state<T> naive_extreme(const std::vector<T>& x, index_t first_index) 
 
 template <class T, bool is_max>
 k::extreme_state<T> extreme_in_cuts(const std::vector<T>& x, index_t first_index, const ct::settings& s,
-                                    rng& r, index_t max_cut, bool with_index = true) {
+                                    rng& r, index_t max_cut, bool with_index = true, bool streamed = false) {
   k::extreme_state<T> st;
   k::extreme_init(st);
   for_each_cut(x, r, max_cut, [&](const T* chunk, index_t len, index_t pos) {
     if (is_max)
-      k::max_accumulate(st, chunk, len, first_index + pos, s, with_index);
+      k::max_accumulate(st, chunk, len, first_index + pos, s, with_index, streamed);
     else
-      k::min_accumulate(st, chunk, len, first_index + pos, s, with_index);
+      k::min_accumulate(st, chunk, len, first_index + pos, s, with_index, streamed);
   });
   return st;
 }
@@ -137,6 +139,11 @@ inline void check_extreme() {
           const auto value = extreme_in_cuts<T, is_max>(x, first, s, r, max_cut, false);
           REQUIRE(same_bits(value.value, want.value));
           REQUIRE((value.index >= 0) == (want.index >= 0));
+          // The prefetching (streamed) variants: the same results.
+          const auto streamed = extreme_in_cuts<T, is_max>(x, first, s, r, max_cut, true, true);
+          REQUIRE(streamed.index == want.index);
+          REQUIRE(same_bits(streamed.value, want.value));
+          REQUIRE(same_bits(extreme_in_cuts<T, is_max>(x, first, s, r, max_cut, false, true).value, want.value));
         }
     }
   }
