@@ -14,6 +14,12 @@
 
 namespace ct {
 
+namespace detail {
+/// With lingering helpers, calls whose remaining work (estimated from the caller's first
+/// chunk) is below this run on the caller alone.
+inline constexpr std::chrono::nanoseconds solo_below{8000};
+}  // namespace detail
+
 /// Tuning of ct::asio_executor.
 struct asio_options {
   /// Calls with fewer groups than this run entirely on the calling thread.
@@ -28,9 +34,10 @@ struct asio_options {
   /// the next call of the same executor (busy-waiting; at most workers - 1 threads linger).
   /// Zero (the default) returns the thread to the pool at once. Back-to-back short calls then
   /// skip the pool's wake-up (23–28 µs on the benchmark VM): with 100 µs, two workers ran
-  /// softmax 256x1024 at 1.78x and layer norm 512x512 at 1.79x their one-thread speed,
-  /// against 1.52x / 1.57x without (docs/executor.md). The cost: those threads spin instead
-  /// of sleeping or running other pool tasks, for up to `linger` after each call.
+  /// softmax 256x1024 at 1.66–1.71x and layer norm 512x512 at 1.73–1.76x their one-thread
+  /// speed, against 1.47x / 1.50–1.59x without (docs/executor.md). Calls estimated shorter
+  /// than ~8 µs then run on the caller alone. The cost: those threads spin instead of
+  /// sleeping or running other pool tasks, for up to `linger` after each call.
   std::chrono::microseconds linger{0};
 };
 
@@ -63,6 +70,18 @@ inline executor asio_executor(boost::asio::thread_pool& pool, int workers, asio_
     auto job = std::make_shared<detail::shared_ranges>(count, chunk, callback, helpers);
     if (options.linger.count() == 0) {
       for (index_t i = 0; i < helpers; ++i) boost::asio::post(*p, [job] { job->help(); });
+      job->run_and_wait();
+      return;
+    }
+    // A lingering helper joins within a microsecond, so for a short call its own start-up
+    // (first touch of the call's data from another core) costs more than it saves: the
+    // caller runs a quarter chunk first and invites helpers only when the rest, estimated
+    // from it, looks long enough. Softmax 4x16 (4 groups): 3.2-7.5 us per call with the
+    // helper joining, 2.8-2.9 us (one thread alone: 2.7) without.
+    const index_t first = std::max<index_t>(1, chunk / 4);
+    const auto t0 = std::chrono::steady_clock::now();
+    const index_t left = job->run_first(first);
+    if (left == 0 || (std::chrono::steady_clock::now() - t0) * left / first < detail::solo_below) {
       job->run_and_wait();
       return;
     }

@@ -31,6 +31,15 @@ class shared_ranges {
     leave();
   }
 
+  /// Run by the caller before anybody else can join: runs groups [0, n) (n <= count) as one
+  /// range; the chunks handed out afterwards start at n. Returns the groups left (0 also
+  /// after a failure).
+  index_t run_first(index_t n) noexcept {
+    next_.store(n);
+    run(0, n);
+    return failed_.load(std::memory_order_relaxed) ? 0 : count_ - n;
+  }
+
   /// Run by the caller: claims chunks until none are left, waits for every helper that
   /// joined, then rethrows the first error any callback raised.
   void run_and_wait() {
@@ -76,13 +85,16 @@ class shared_ranges {
     while (!failed_.load(std::memory_order_relaxed)) {
       index_t start = next_.fetch_add(chunk_);
       if (start >= count_) return;
-      try {
-        callback_(start, std::min(count_, start + chunk_));
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!error_) error_ = std::current_exception();
-        failed_.store(true);  // stop handing out chunks; the started ones finish
-      }
+      run(start, std::min(count_, start + chunk_));
+    }
+  }
+  void run(index_t start, index_t end) noexcept {
+    try {
+      callback_(start, end);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      failed_.store(true);  // stop handing out chunks; the started ones finish
     }
   }
 
