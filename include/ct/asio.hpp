@@ -68,7 +68,7 @@ inline executor asio_executor(boost::asio::thread_pool& pool, int workers, asio_
     const index_t chunks = (count + chunk - 1) / chunk;
     const index_t helpers = std::min<index_t>(workers - 1, chunks - 1);
     auto job = std::make_shared<detail::shared_ranges>(count, chunk, callback, helpers);
-    if (options.linger.count() == 0) {
+    if (options.linger.count() == 0 || helpers == 0) {
       for (index_t i = 0; i < helpers; ++i) boost::asio::post(*p, [job] { job->help(); });
       job->run_and_wait();
       return;
@@ -78,10 +78,13 @@ inline executor asio_executor(boost::asio::thread_pool& pool, int workers, asio_
     // caller runs a quarter chunk first and invites helpers only when the rest, estimated
     // from it, looks long enough. Softmax 4x16 (4 groups): 3.2-7.5 us per call with the
     // helper joining, 2.8-2.9 us (one thread alone: 2.7) without.
-    const index_t first = std::max<index_t>(1, chunk / 4);
+    const index_t first = std::min(count, std::max<index_t>(1, chunk / 4));
     const auto t0 = std::chrono::steady_clock::now();
     const index_t left = job->run_first(first);
-    if (left == 0 || (std::chrono::steady_clock::now() - t0) * left / first < detail::solo_below) {
+    const double first_ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                    std::chrono::steady_clock::now() - t0).count());
+    if (left == 0 || first_ns * static_cast<double>(left) / static_cast<double>(first) <
+                         static_cast<double>(detail::solo_below.count())) {
       job->run_and_wait();
       return;
     }

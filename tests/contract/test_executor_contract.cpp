@@ -403,6 +403,16 @@ TEST_CASE("contract §6: asio_executor with lingering helpers keeps every promis
     ct::parallel_for(777, [&](index_t s, index_t e) { after.mark(s, e); });
     CHECK(after.exactly_once());
   }
+  {  // chunks larger than the call: one range, whatever the lingering logic does first
+    ct::asio_options big = o;
+    big.min_chunk = 100;
+    ct::executor_scope scope(ct::checked_executor(ct::asio_executor(pool, 3, big)));
+    for (index_t count : {index_t{2}, index_t{10}, index_t{150}, index_t{450}}) {
+      coverage c(count);
+      ct::parallel_for(count, [&](index_t s, index_t e) { c.mark(s, e); });
+      CHECK(c.exactly_once());
+    }
+  }
   CHECK_THROWS_AS(ct::asio_executor(pool, 2, [] {
                     ct::asio_options bad;
                     bad.linger = -1us;
