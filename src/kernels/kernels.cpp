@@ -100,6 +100,13 @@ unary_sum_tile_fn<T> resolve_unary_sum(unary_op op, bool store, const settings& 
   return f;
 }
 
+template <class T>
+binary_tile_fn<T> resolve_sub_unary(unary_op op, const settings& s) noexcept {
+  binary_tile_fn<T> f = nullptr;
+  if (s.backend == backend::simd) simd_resolve_sub(op, is_fused(s), f);
+  return f;
+}
+
 // The head (until the stream reaches lane 0) and the tail (less than one round) go through
 // the plain tile function and the scalar lane sum, exactly as sum_accumulate splits a stream.
 template <class T>
@@ -136,6 +143,7 @@ const char* simd_target_name() noexcept { return simd_target(); }
   template binary_tile_fn<T> resolve_binary<T>(binary_op, bool, bool, const settings&) noexcept;        \
   template muladd_tile_fn<T> resolve_muladd<T>(bool, bool, bool, const settings&) noexcept;             \
   template unary_sum_tile_fn<T> resolve_unary_sum<T>(unary_op, bool, const settings&) noexcept;         \
+  template binary_tile_fn<T> resolve_sub_unary<T>(unary_op, const settings&) noexcept;                  \
   template void unary_sum<T>(unary_sum_tile_fn<T>, unary_tile_fn<T>, const T*, T*, index_t, lane_accumulator&);
 CT_KERNELS_INSTANTIATE(float)
 CT_KERNELS_INSTANTIATE(double)

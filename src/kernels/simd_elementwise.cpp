@@ -307,6 +307,26 @@ muladd_tile_fn<double> ResolveMulAddF64(bool au, bool bu, bool cu, bool fused) {
   return ResolveMulAdd<double>(au, bu, cu, fused);
 }
 
+// ---- one value subtracted before a unary function (resolve_sub_unary) ----------------------
+
+/// y = op(x - u[0]): the subtraction is BinaryOp<sub>'s and the function UnaryOp's, lane by
+/// lane, so the result is bitwise that of the two tile passes.
+template <unary_op kOp, bool kFused, class T>
+void SubUnaryTile(const T* x, const T* u, T* y, index_t n) {
+  const hn::ScalableTag<T> d;
+  using V = hn::Vec<decltype(d)>;
+  ForEachVector(d, y, n, [&](V a, V b) { return UnaryOp<kOp, kFused>(d, BinaryOp<binary_op::sub>(a, b)); },
+                Operand<false, decltype(d)>{x}, Operand<true, decltype(d)>{u});
+}
+binary_tile_fn<float> ResolveSubUnaryF32(unary_op op, bool fused) {
+  if (op != unary_op::exp) return nullptr;
+  return fused ? &SubUnaryTile<unary_op::exp, true, float> : &SubUnaryTile<unary_op::exp, false, float>;
+}
+binary_tile_fn<double> ResolveSubUnaryF64(unary_op op, bool fused) {
+  if (op != unary_op::exp) return nullptr;
+  return fused ? &SubUnaryTile<unary_op::exp, true, double> : &SubUnaryTile<unary_op::exp, false, double>;
+}
+
 // ---- a unary function feeding a lane-wise sum (resolve_unary_sum) -------------------------
 
 /// y[i] = op(x[i]) (stored only when kStore) and element i added to lane i % 32 for i < n,
@@ -390,6 +410,8 @@ HWY_EXPORT(ResolveMulAddF32);
 HWY_EXPORT(ResolveMulAddF64);
 HWY_EXPORT(ResolveUnarySumF32);
 HWY_EXPORT(ResolveUnarySumF64);
+HWY_EXPORT(ResolveSubUnaryF32);
+HWY_EXPORT(ResolveSubUnaryF64);
 
 void simd_unary(unary_op op, const float* x, float* y, index_t n, bool fused) {
   HWY_DYNAMIC_DISPATCH(UnaryF32)(op, x, y, n, fused);
@@ -442,6 +464,12 @@ void simd_resolve(unary_op op, bool fused, bool store, unary_sum_tile_fn<float>&
 }
 void simd_resolve(unary_op op, bool fused, bool store, unary_sum_tile_fn<double>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveUnarySumF64)(op, fused, store);
+}
+void simd_resolve_sub(unary_op op, bool fused, binary_tile_fn<float>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveSubUnaryF32)(op, fused);
+}
+void simd_resolve_sub(unary_op op, bool fused, binary_tile_fn<double>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveSubUnaryF64)(op, fused);
 }
 
 }  // namespace ct::detail::kernels

@@ -271,6 +271,31 @@ TEST_CASE("layer_norm and rms_norm are bitwise the same under the scalar and sim
   }
 }
 
+// exp(x - u) with u one value per group runs as one kernel when nothing else reads x - u
+// (softmax's numerator, logsumexp's argument). Its results must be those of the subtraction
+// and exp as separate passes: compare with the difference materialised first, for an operand
+// read in place, an operand computed into a tile slot (x * 2), and strided rows.
+TEST_CASE("exp(x - max) in one kernel equals the two steps", "[scheduling][fused]") {
+  for (auto [rows, cols] : {std::pair<index_t, index_t>{3, 1}, {5, 33}, {4, 1030}, {2, 5000}}) {
+    auto x = ct::random_uniform<float>({rows, cols}, 97, -90.0f, 90.0f);
+    auto xt = ct::random_uniform<float>({cols, rows}, 98, -90.0f, 90.0f).permute({1, 0});
+    for (ct::fma_policy f : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+      ct::settings_scope scope({ct::backend::simd, f});
+      INFO(rows << "x" << cols);
+      auto two_steps = [](const auto& v) {
+        auto diff = ct::eval(v - ct::max(v, -1, true));
+        return ct::eval(ct::exp(diff));
+      };
+      CHECK(ct_test::bitwise_equal(ct::eval(ct::exp(x - ct::max(x, -1, true))), two_steps(x)));
+      CHECK(ct_test::bitwise_equal(ct::eval(ct::exp(x * 2.0f - ct::max(x * 2.0f, -1, true))), two_steps(ct::eval(x * 2.0f))));
+      CHECK(ct_test::bitwise_equal(ct::eval(ct::exp(xt - ct::max(xt, -1, true))), two_steps(ct::eval(xt))));
+      auto e = ct::eval(ct::exp(x - ct::max(x, -1, true)));
+      auto s = ct::eval(ct::sum(e, -1, true));
+      CHECK(ct_test::bitwise_equal(ct::eval(ct::softmax(x, -1)), ct::eval(e / s)));
+    }
+  }
+}
+
 // The simd backend feeds a sum of squares from the square's own kernel (kernels::unary_sum),
 // writing the squares only when something else needs them. Cover the cases where they are
 // needed — by the output pass (kept in the row cache), by another reducer of the same pass,

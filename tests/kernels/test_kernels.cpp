@@ -259,7 +259,7 @@ TEST_CASE("simd_target_name names a target", "[kernels]") {
 // The direct tile functions are the general kernels without the dispatch: bitwise the same
 // results for every operation, uniform flags, length and setting; none for the scalar backend
 // or pow.
-TEMPLATE_TEST_CASE("resolve_unary/binary/muladd: direct tile functions equal the general kernels", "[kernels]",
+TEMPLATE_TEST_CASE("resolve_unary/binary/muladd/sub_unary: direct tile functions equal the general kernels", "[kernels]",
                    float, double) {
   using T = TestType;
   rng r(2024);
@@ -306,6 +306,24 @@ TEMPLATE_TEST_CASE("resolve_unary/binary/muladd: direct tile functions equal the
         f(a.data(), b.data(), c.data(), got.data(), n);
         for (index_t i = 0; i < n; ++i) REQUIRE(same_bits(got[i], want[i]));
       }
+    }
+    // exp(x - u) in one pass equals the subtraction and exp as two kernel calls, in place too,
+    // over the whole exp range incl. overflow, underflow and NaN.
+    CHECK(k::resolve_sub_unary<T>(unary_op::log, s) == nullptr);
+    const auto sub_exp = k::resolve_sub_unary<T>(unary_op::exp, s);
+    CHECK((sub_exp != nullptr) == simd);
+    if (!sub_exp) continue;
+    for (index_t n : tile_lengths()) {
+      offset_buffer<T> x(n + 1), want(n), got(n);
+      for (index_t i = 0; i < n; ++i) x[i] = static_cast<T>(r.uniform(-800, 100));
+      if (n > 3) x[3] = std::numeric_limits<T>::quiet_NaN();
+      const T u[1] = {static_cast<T>(r.uniform(-50, 50))};
+      k::binary(binary_op::sub, x.data(), false, u, true, want.data(), n, s);
+      k::unary(unary_op::exp, want.data(), want.data(), n, s);
+      sub_exp(x.data(), u, got.data(), n);
+      for (index_t i = 0; i < n; ++i) REQUIRE((same_bits(got[i], want[i]) || (got[i] != got[i] && want[i] != want[i])));
+      sub_exp(x.data(), u, x.data(), n);  // in place
+      for (index_t i = 0; i < n; ++i) REQUIRE((same_bits(x[i], want[i]) || (x[i] != x[i] && want[i] != want[i])));
     }
   }
 }

@@ -129,6 +129,13 @@ unary_sum_tile_fn<T> resolve_unary_sum(unary_op op, bool store, const settings& 
 template <class T>
 void unary_sum(unary_sum_tile_fn<T> fn, unary_tile_fn<T> plain, const T* x, T* y, index_t n, lane_accumulator& acc);
 
+/// y[i] = op(x[i] - u[0]) for i in [0, n): a subtraction of one value feeding a unary function
+/// in one pass, bitwise what binary(sub, x, u uniform) followed by unary(op) gives under the
+/// simd backend (exp(x - max) in softmax and logsumexp). nullptr for the scalar backend and
+/// for ops other than exp.
+template <class T>
+binary_tile_fn<T> resolve_sub_unary(unary_op op, const settings& s) noexcept;
+
 /// Name of the SIMD target the simd backend dispatches to on this CPU (e.g. "AVX3", "AVX2").
 const char* simd_target_name() noexcept;
 
