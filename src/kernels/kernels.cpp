@@ -129,6 +129,35 @@ void unary_sum(unary_sum_tile_fn<T> fn, unary_tile_fn<T> plain, const T* x, T* y
   part(head + rounds, n - head - rounds);
 }
 
+template <class T>
+sub_unary_sum_tile_fn<T> resolve_sub_unary_sum(unary_op op, const settings& s) noexcept {
+  sub_unary_sum_tile_fn<T> f = nullptr;
+  if (s.backend == backend::simd) simd_resolve_sub_sum(op, is_fused(s), f);
+  return f;
+}
+
+// Split like unary_sum: head and tail through the plain functions and the scalar lane sum.
+template <class T>
+void sub_unary_sum(sub_unary_sum_tile_fn<T> fn, binary_tile_fn<T> sub, unary_tile_fn<T> plain, const T* x, const T* u,
+                   T* d, index_t n, lane_accumulator& acc) {
+  T buf[reduce_lanes];
+  const auto part = [&](index_t at, index_t len) {
+    if (len <= 0) return;
+    sub(x + at, u, d + at, len);
+    plain(d + at, buf, len);
+    scalar_sum(acc, buf, len);
+  };
+  const index_t phase = acc.count % reduce_lanes;
+  const index_t head = phase == 0 ? 0 : std::min<index_t>(n, reduce_lanes - phase);
+  part(0, head);
+  const index_t rounds = (n - head) / reduce_lanes * reduce_lanes;
+  if (rounds > 0) {
+    fn(x + head, u, d + head, rounds, acc.lane, acc.count == 0);
+    acc.count += rounds;
+  }
+  part(head + rounds, n - head - rounds);
+}
+
 const char* simd_target_name() noexcept { return simd_target(); }
 
 #define CT_KERNELS_INSTANTIATE(T)                                                                        \
@@ -144,6 +173,9 @@ const char* simd_target_name() noexcept { return simd_target(); }
   template muladd_tile_fn<T> resolve_muladd<T>(bool, bool, bool, const settings&) noexcept;             \
   template unary_sum_tile_fn<T> resolve_unary_sum<T>(unary_op, bool, const settings&) noexcept;         \
   template binary_tile_fn<T> resolve_sub_unary<T>(unary_op, const settings&) noexcept;                  \
+  template sub_unary_sum_tile_fn<T> resolve_sub_unary_sum<T>(unary_op, const settings&) noexcept;       \
+  template void sub_unary_sum<T>(sub_unary_sum_tile_fn<T>, binary_tile_fn<T>, unary_tile_fn<T>, const T*, const T*, T*, \
+                                 index_t, lane_accumulator&);                                            \
   template void unary_sum<T>(unary_sum_tile_fn<T>, unary_tile_fn<T>, const T*, T*, index_t, lane_accumulator&);
 CT_KERNELS_INSTANTIATE(float)
 CT_KERNELS_INSTANTIATE(double)

@@ -334,8 +334,11 @@ binary_tile_fn<double> ResolveSubUnaryF64(unary_op op, bool fused) {
 /// per group of consecutive lanes, each fed in stream order, so they end bitwise as a unary
 /// tile followed by a lane-wise sum would leave them — without storing and re-reading y.
 #if HWY_TARGET != HWY_SCALAR
-template <unary_op kOp, bool kFused, bool kStore, class T>
-void UnarySumTile(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, index_t n, double* HWY_RESTRICT lane, bool fresh) {
+/// kSub: x[i] - u[0] is formed first and written to y (kStore), then op of it is summed
+/// (resolve_sub_unary_sum); otherwise op(x[i]) is written (kStore) and summed.
+template <unary_op kOp, bool kFused, bool kStore, bool kSub, class T>
+HWY_INLINE void UnarySumLoop(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, index_t n, double* HWY_RESTRICT lane,
+                             bool fresh, const T* u) {
   const hn::ScalableTag<double> dd;
   constexpr size_t ND = HWY_LANES(double);
   constexpr size_t kVecs = reduce_lanes / ND;
@@ -347,8 +350,13 @@ void UnarySumTile(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, index_t n, double*
     if constexpr (sizeof(T) == sizeof(double)) {
       HWY_UNROLL(16)
       for (size_t j = 0; j < kVecs; ++j) {
-        const VD v = UnaryOp<kOp, kFused>(dd, hn::LoadU(dd, x + i + j * ND));
-        if constexpr (kStore) hn::StoreU(v, dd, y + i + j * ND);
+        VD in = hn::LoadU(dd, x + i + j * ND);
+        if constexpr (kSub) {
+          in = BinaryOp<binary_op::sub>(in, hn::Set(dd, u[0]));
+          if constexpr (kStore) hn::StoreU(in, dd, y + i + j * ND);
+        }
+        const VD v = UnaryOp<kOp, kFused>(dd, in);
+        if constexpr (kStore && !kSub) hn::StoreU(v, dd, y + i + j * ND);
         acc[j] = hn::Add(acc[j], v);
       }
     } else {
@@ -356,14 +364,23 @@ void UnarySumTile(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, index_t n, double*
       const hn::Half<decltype(df)> dh;
       HWY_UNROLL(8)
       for (size_t j = 0; j < kVecs / 2; ++j) {
-        const auto v = UnaryOp<kOp, kFused>(df, hn::LoadU(df, x + i + j * 2 * ND));
-        if constexpr (kStore) hn::StoreU(v, df, y + i + j * 2 * ND);
+        auto in = hn::LoadU(df, x + i + j * 2 * ND);
+        if constexpr (kSub) {
+          in = BinaryOp<binary_op::sub>(in, hn::Set(df, u[0]));
+          if constexpr (kStore) hn::StoreU(in, df, y + i + j * 2 * ND);
+        }
+        const auto v = UnaryOp<kOp, kFused>(df, in);
+        if constexpr (kStore && !kSub) hn::StoreU(v, df, y + i + j * 2 * ND);
         acc[2 * j] = hn::Add(acc[2 * j], hn::PromoteTo(dd, hn::LowerHalf(dh, v)));
         acc[2 * j + 1] = hn::Add(acc[2 * j + 1], hn::PromoteTo(dd, hn::UpperHalf(dh, v)));
       }
     }
   }
   for (size_t j = 0; j < kVecs; ++j) hn::StoreU(acc[j], dd, lane + j * ND);
+}
+template <unary_op kOp, bool kFused, bool kStore, class T>
+void UnarySumTile(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, index_t n, double* HWY_RESTRICT lane, bool fresh) {
+  UnarySumLoop<kOp, kFused, kStore, false>(x, y, n, lane, fresh, static_cast<const T*>(nullptr));
 }
 #endif
 
@@ -389,6 +406,26 @@ unary_sum_tile_fn<double> ResolveUnarySumF64(unary_op op, bool fused, bool store
   return fused ? ResolveUnarySum<true, double>(op, store) : ResolveUnarySum<false, double>(op, store);
 }
 
+#if HWY_TARGET != HWY_SCALAR
+template <bool kFused, class T>
+void SubSquareSumTile(const T* x, const T* u, T* d, index_t n, double* lane, bool fresh) {
+  UnarySumLoop<unary_op::square, kFused, true, true>(x, d, n, lane, fresh, u);
+}
+#endif
+template <class T>
+HWY_INLINE sub_unary_sum_tile_fn<T> ResolveSubUnarySum(unary_op op, bool fused) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)op;
+  (void)fused;
+  return nullptr;
+#else
+  if (op != unary_op::square) return nullptr;
+  return fused ? &SubSquareSumTile<true, T> : &SubSquareSumTile<false, T>;
+#endif
+}
+sub_unary_sum_tile_fn<float> ResolveSubUnarySumF32(unary_op op, bool fused) { return ResolveSubUnarySum<float>(op, fused); }
+sub_unary_sum_tile_fn<double> ResolveSubUnarySumF64(unary_op op, bool fused) { return ResolveSubUnarySum<double>(op, fused); }
+
 }  // namespace HWY_NAMESPACE
 }  // namespace ct::detail::kernels
 HWY_AFTER_NAMESPACE();
@@ -412,6 +449,8 @@ HWY_EXPORT(ResolveUnarySumF32);
 HWY_EXPORT(ResolveUnarySumF64);
 HWY_EXPORT(ResolveSubUnaryF32);
 HWY_EXPORT(ResolveSubUnaryF64);
+HWY_EXPORT(ResolveSubUnarySumF32);
+HWY_EXPORT(ResolveSubUnarySumF64);
 
 void simd_unary(unary_op op, const float* x, float* y, index_t n, bool fused) {
   HWY_DYNAMIC_DISPATCH(UnaryF32)(op, x, y, n, fused);
@@ -470,6 +509,12 @@ void simd_resolve_sub(unary_op op, bool fused, binary_tile_fn<float>& out) noexc
 }
 void simd_resolve_sub(unary_op op, bool fused, binary_tile_fn<double>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveSubUnaryF64)(op, fused);
+}
+void simd_resolve_sub_sum(unary_op op, bool fused, sub_unary_sum_tile_fn<float>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveSubUnarySumF32)(op, fused);
+}
+void simd_resolve_sub_sum(unary_op op, bool fused, sub_unary_sum_tile_fn<double>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveSubUnarySumF64)(op, fused);
 }
 
 }  // namespace ct::detail::kernels

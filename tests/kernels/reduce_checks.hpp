@@ -186,6 +186,34 @@ bool check_unary_sum() {
         }
       }
     }
+    // x - u written and its square summed in one pass (layer norm's variance).
+    REQUIRE(k::resolve_sub_unary_sum<T>(k::unary_op::exp, s) == nullptr);
+    const auto fused = k::resolve_sub_unary_sum<T>(k::unary_op::square, s);
+    if (s.backend == ct::backend::scalar) REQUIRE(fused == nullptr);
+    if (fused == nullptr) continue;
+    const auto sub = k::resolve_binary<T>(k::binary_op::sub, false, true, s);
+    const auto square = k::resolve_unary<T>(k::unary_op::square, s);
+    for (index_t n : tile_lengths()) {
+      std::vector<T> x(static_cast<size_t>(n));
+      for (auto& v : x) v = static_cast<T>(r.uniform(-3, 3) * std::exp(r.uniform(-20, 20)));
+      const T u[1] = {static_cast<T>(r.uniform(-2, 2))};
+      for (index_t max_cut : {index_t(1), index_t(7), index_t(45), index_t(5000)}) {
+        k::lane_accumulator a, b;
+        k::sum_init(a);
+        k::sum_init(b);
+        std::vector<T> da(x.size()), db(x.size()), sq(x.size());
+        for_each_cut(x, r, max_cut, [&](const T* chunk, index_t len, index_t pos) {
+          k::sub_unary_sum(fused, sub, square, chunk, u, db.data() + pos, len, b);
+          k::binary(k::binary_op::sub, chunk, false, u, true, da.data() + pos, len, s);
+          k::unary(k::unary_op::square, da.data() + pos, sq.data() + pos, len, s);
+          k::sum_accumulate(a, sq.data() + pos, len, s);
+        });
+        INFO(describe(s) << " x - u, n=" << n << " max_cut=" << max_cut);
+        REQUIRE(a.count == b.count);
+        for (int l = 0; l < k::reduce_lanes; ++l) REQUIRE(same_bits(a.lane[l], b.lane[l]));
+        for (size_t i = 0; i < x.size(); ++i) REQUIRE(same_bits(da[i], db[i]));
+      }
+    }
   }
   return found;
 }

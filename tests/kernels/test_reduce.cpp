@@ -83,7 +83,7 @@ TEST_CASE("min_accumulate: first NaN wins, ties keep the first index, any cut, b
   check_extreme<double, false>();
 }
 
-TEST_CASE("unary_sum: a square feeding its sum equals the two calls bitwise", "[kernels]") {
+TEST_CASE("unary_sum / sub_unary_sum: (x - u and) a square feeding its sum equal the separate calls bitwise", "[kernels]") {
   CHECK(check_unary_sum<float>());
   CHECK(check_unary_sum<double>());
 }

@@ -136,6 +136,19 @@ void unary_sum(unary_sum_tile_fn<T> fn, unary_tile_fn<T> plain, const T* x, T* y
 template <class T>
 binary_tile_fn<T> resolve_sub_unary(unary_op op, const settings& s) noexcept;
 
+/// d[i] = x[i] - u[0] written out, and op(d[i]) fed to a lane-wise sum, in one pass:
+/// sub_unary_sum(fn, sub, plain, x, u, d, n, acc) leaves d and acc bitwise as
+/// sub(x, u, d, n); plain(d, tmp, n); sum_accumulate(acc, tmp, n) would (sub and plain the
+/// direct tile functions of binary sub with u uniform and of op) — the variance pass of layer
+/// norm, where x - mean is kept for the output. nullptr where resolve_unary_sum is.
+template <class T>
+using sub_unary_sum_tile_fn = void (*)(const T* x, const T* u, T* d, index_t n, double* lane, bool fresh);
+template <class T>
+sub_unary_sum_tile_fn<T> resolve_sub_unary_sum(unary_op op, const settings& s) noexcept;
+template <class T>
+void sub_unary_sum(sub_unary_sum_tile_fn<T> fn, binary_tile_fn<T> sub, unary_tile_fn<T> plain, const T* x, const T* u,
+                   T* d, index_t n, lane_accumulator& acc);
+
 /// Name of the SIMD target the simd backend dispatches to on this CPU (e.g. "AVX3", "AVX2").
 const char* simd_target_name() noexcept;
 
