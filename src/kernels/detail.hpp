@@ -52,4 +52,21 @@ CT_KERNELS_DECLARE_SIMD(double)
 #undef CT_KERNELS_DECLARE_SIMD
 const char* simd_target() noexcept;  // src/kernels/simd_target.cpp
 
+/// Splits a stream of n elements fed to acc the way every lane-wise kernel does: part(at, len)
+/// for the head (until the next element belongs to lane 0) and the tail (less than a round),
+/// which must feed acc element by element (advancing acc.count), and bulk(at, len, fresh) for
+/// the whole 32-element rounds in between; fresh: nothing was fed since the init.
+template <class Part, class Bulk>
+void by_lane_rounds(lane_accumulator& acc, index_t n, Part part, Bulk bulk) {
+  const index_t phase = acc.count % reduce_lanes;
+  const index_t head = phase == 0 ? 0 : (n < reduce_lanes - phase ? n : reduce_lanes - phase);
+  part(index_t{0}, head);
+  const index_t rounds = (n - head) / reduce_lanes * reduce_lanes;
+  if (rounds > 0) {
+    bulk(head, rounds, acc.count == 0);
+    acc.count += rounds;
+  }
+  part(head + rounds, n - head - rounds);
+}
+
 }  // namespace ct::detail::kernels

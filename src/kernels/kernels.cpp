@@ -1,7 +1,6 @@
 // src/kernels/kernels.cpp — the public tile kernels: route each call to the scalar or simd half.
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
 #include "detail.hpp"
-#include <algorithm>
 
 namespace ct::detail::kernels {
 
@@ -112,21 +111,15 @@ binary_tile_fn<T> resolve_sub_unary(unary_op op, const settings& s) noexcept {
 template <class T>
 void unary_sum(unary_sum_tile_fn<T> fn, unary_tile_fn<T> plain, const T* x, T* y, index_t n, lane_accumulator& acc) {
   T buf[reduce_lanes];
-  const auto part = [&](index_t at, index_t len) {
-    if (len <= 0) return;
-    T* out = y != nullptr ? y + at : buf;
-    plain(x + at, out, len);
-    scalar_sum(acc, out, len);
-  };
-  const index_t phase = acc.count % reduce_lanes;
-  const index_t head = phase == 0 ? 0 : std::min<index_t>(n, reduce_lanes - phase);
-  part(0, head);
-  const index_t rounds = (n - head) / reduce_lanes * reduce_lanes;
-  if (rounds > 0) {
-    fn(x + head, y != nullptr ? y + head : nullptr, rounds, acc.lane, acc.count == 0);
-    acc.count += rounds;
-  }
-  part(head + rounds, n - head - rounds);
+  by_lane_rounds(
+      acc, n,
+      [&](index_t at, index_t len) {
+        if (len <= 0) return;
+        T* out = y != nullptr ? y + at : buf;
+        plain(x + at, out, len);
+        scalar_sum(acc, out, len);
+      },
+      [&](index_t at, index_t len, bool fresh) { fn(x + at, y != nullptr ? y + at : nullptr, len, acc.lane, fresh); });
 }
 
 template <class T>
@@ -141,21 +134,15 @@ template <class T>
 void sub_unary_sum(sub_unary_sum_tile_fn<T> fn, binary_tile_fn<T> sub, unary_tile_fn<T> plain, const T* x, const T* u,
                    T* d, index_t n, lane_accumulator& acc) {
   T buf[reduce_lanes];
-  const auto part = [&](index_t at, index_t len) {
-    if (len <= 0) return;
-    sub(x + at, u, d + at, len);
-    plain(d + at, buf, len);
-    scalar_sum(acc, buf, len);
-  };
-  const index_t phase = acc.count % reduce_lanes;
-  const index_t head = phase == 0 ? 0 : std::min<index_t>(n, reduce_lanes - phase);
-  part(0, head);
-  const index_t rounds = (n - head) / reduce_lanes * reduce_lanes;
-  if (rounds > 0) {
-    fn(x + head, u, d + head, rounds, acc.lane, acc.count == 0);
-    acc.count += rounds;
-  }
-  part(head + rounds, n - head - rounds);
+  by_lane_rounds(
+      acc, n,
+      [&](index_t at, index_t len) {
+        if (len <= 0) return;
+        sub(x + at, u, d + at, len);
+        plain(d + at, buf, len);
+        scalar_sum(acc, buf, len);
+      },
+      [&](index_t at, index_t len, bool fresh) { fn(x + at, u, d + at, len, acc.lane, fresh); });
 }
 
 const char* simd_target_name() noexcept { return simd_target(); }

@@ -163,15 +163,9 @@ void accumulate(lane_accumulator& acc, const T* x, index_t n, Bulk bulk) {
     else
       scalar_sum(acc, p, len);
   };
-  const index_t phase = acc.count % reduce_lanes;
-  const index_t head = phase == 0 ? 0 : std::min<index_t>(n, reduce_lanes - phase);
-  scalar(x, head);
-  const index_t rounds = (n - head) / reduce_lanes * reduce_lanes;
-  if (rounds > 0) {
-    bulk(acc.lane, x + head, rounds, acc.count == 0);  // count 0: nothing fed since the init
-    acc.count += rounds;
-  }
-  scalar(x + head + rounds, n - head - rounds);
+  by_lane_rounds(
+      acc, n, [&](index_t at, index_t len) { scalar(x + at, len); },
+      [&](index_t at, index_t len, bool fresh) { bulk(acc.lane, x + at, len, fresh); });
 }
 
 /// Merges tile x[0..n) (positions first_index…) into st under the max (is_max) or min rule.
