@@ -321,6 +321,7 @@ class plan {
   void plan_prefetch();
   void plan_fused_feeds();
   bool needed_besides(const pass_plan& pp, std::size_t ps, int value, int user) const;
+  bool minus_one_value(int b) const;
 
  public:
   /// Runs a non-load instruction over n elements (shared by both walk orders).
@@ -372,6 +373,7 @@ class plan {
   bool stream_ = false;  // write result tiles with non-temporal stores
   std::vector<direct_op> direct_;  // per instruction (row mode, varying float operations)
   std::vector<int> next_group_leaves_;  // leaves whose rows a later pass prefetches for the next group
+  bool prefetches_next_ = false;        // some pass does (pass_plan::prefetch_next)
   std::vector<int> level_;
   std::vector<int> reducer_index_;
   int reducers_ = 0;
@@ -624,7 +626,7 @@ void plan::plan_prefetch() {
   // both). Softmax 4096x4096 6.6 -> 6.4 ms, logsumexp 5.5 -> 5.3 ms (medians of 41 calls).
   if (next_group_leaves_.empty() || passes_.size() < 2 || walk_.size() != 1) return;
   const leaf_info& first = p_.leaves()[static_cast<std::size_t>(next_group_leaves_.front())];
-  if (L_ * static_cast<index_t>(dtype_size(first.type)) > prefetch_distance) passes_[1].prefetch_next = true;
+  if (L_ * static_cast<index_t>(dtype_size(first.type)) > prefetch_distance) passes_[1].prefetch_next = prefetches_next_ = true;
 }
 
 // A sum whose argument is a unary function computed in the same pass (square in the norms'
@@ -635,75 +637,67 @@ void plan::plan_prefetch() {
 void plan::plan_fused_feeds() {
   const auto& code = p_.code();
   const std::size_t n = code.size();
+  const auto computed_in = [](const pass_plan& pp, int i) {
+    return std::find(pp.varying.begin(), pp.varying.end(), i) != pp.varying.end();
+  };
   for (std::size_t ps = 0; ps < passes_.size(); ++ps) {
     pass_plan& pp = passes_[ps];
     pp.feeds.assign(n, -1);
     pp.feed_store.assign(n, 0);
     pp.fed.assign(n, 0);
+    pp.sub_feeds.assign(n, -1);
+    pp.skip.assign(n, 0);
+    pp.sub_first.assign(n, 0);
     if (column_) continue;
     for (int r : pp.reducers) {
       const instruction& red = code[static_cast<std::size_t>(r)];
       const auto a = static_cast<std::size_t>(red.args[0]);
       if (red.sub != static_cast<std::uint8_t>(reduce_op::sum) || uniform_[a] || direct_[a].kind != direct_op::unary ||
           direct_[a].sum_store == nullptr || direct_[a].sum_only == nullptr || pp.feeds[a] >= 0 ||
-          std::find(pp.varying.begin(), pp.varying.end(), static_cast<int>(a)) == pp.varying.end())
+          !computed_in(pp, static_cast<int>(a)))
         continue;
       pp.feeds[a] = r;
       pp.feed_store[a] = needed_besides(pp, ps, static_cast<int>(a), r);
       pp.fed[static_cast<std::size_t>(r)] = 1;
     }
-  }
-  // x - u written and its square summed in one kernel (layer norm's variance pass), when the
-  // squares themselves are not needed. Layer norm 8192x1024 2.48-2.59 -> 2.27-2.34 ms, with
-  // weight and bias 3.06-3.14 -> 2.84-2.91 ms (best of 61, alternating A/B).
-  for (std::size_t ps = 0; ps < passes_.size(); ++ps) {
-    pass_plan& pp = passes_[ps];
-    pp.sub_feeds.assign(n, -1);
-    if (column_) continue;
+    // x - u written and its square summed in one kernel (layer norm's variance pass), when the
+    // squares themselves are not needed. Layer norm 8192x1024 2.48-2.59 -> 2.27-2.34 ms, with
+    // weight and bias 3.06-3.14 -> 2.84-2.91 ms (best of 61, alternating A/B).
     for (int a : pp.varying) {
       const auto ua = static_cast<std::size_t>(a);
-      if (pp.feeds[ua] < 0 || pp.feed_store[ua] || direct_[ua].sum_after_sub == nullptr) continue;
       const int b = code[ua].args[0];
-      const instruction& d = code[static_cast<std::size_t>(b)];
-      if (d.op != opcode::binary || d.sub != static_cast<std::uint8_t>(kernels::binary_op::sub) ||
-          uniform_[static_cast<std::size_t>(b)] || uniform_[static_cast<std::size_t>(d.args[0])] ||
-          !uniform_[static_cast<std::size_t>(d.args[1])] || direct_[static_cast<std::size_t>(b)].kind != direct_op::binary ||
-          pp.sub_feeds[static_cast<std::size_t>(b)] >= 0 ||
-          std::find(pp.varying.begin(), pp.varying.end(), b) == pp.varying.end())
+      if (pp.feeds[ua] < 0 || pp.feed_store[ua] || direct_[ua].sum_after_sub == nullptr || !minus_one_value(b) ||
+          direct_[static_cast<std::size_t>(b)].kind != direct_op::binary || pp.sub_feeds[static_cast<std::size_t>(b)] >= 0 ||
+          !computed_in(pp, b))
         continue;
       pp.sub_feeds[static_cast<std::size_t>(b)] = a;
+      pp.skip[ua] = 1;
     }
-  }
-  // exp(x - u), u one value, when nothing else reads x - u: one kernel (softmax, logsumexp).
-  // Logsumexp 4096x4096 5.50-5.71 -> 5.12-5.22 ms, softmax 7.2-8.2 -> 6.8-7.2 ms (best of
-  // 41 calls, three A/B alternations).
-  for (std::size_t ps = 0; ps < passes_.size(); ++ps) {
-    pass_plan& pp = passes_[ps];
-    pp.skip.assign(n, 0);
-    pp.sub_first.assign(n, 0);
-    for (int b = 0; b < static_cast<int>(n); ++b)
-      if (pp.sub_feeds[static_cast<std::size_t>(b)] >= 0) pp.skip[static_cast<std::size_t>(pp.sub_feeds[static_cast<std::size_t>(b)])] = 1;
-    if (column_) continue;
-    for (int a : pp.varying) {
-      const instruction& in = code[static_cast<std::size_t>(a)];
-      if (direct_[static_cast<std::size_t>(a)].kind != direct_op::unary || direct_[static_cast<std::size_t>(a)].after_sub == nullptr ||
-          pp.feeds[static_cast<std::size_t>(a)] >= 0 || pp.skip[static_cast<std::size_t>(a)])
-        continue;
-      const int b = in.args[0];
-      const instruction& d = code[static_cast<std::size_t>(b)];
-      if (d.op != opcode::binary || d.sub != static_cast<std::uint8_t>(kernels::binary_op::sub) ||
-          uniform_[static_cast<std::size_t>(b)] || uniform_[static_cast<std::size_t>(d.args[0])] ||
-          !uniform_[static_cast<std::size_t>(d.args[1])] ||
-          needed_besides(pp, ps, b, a))
+    // exp(x - u), u one value, when nothing else reads x - u: one kernel (softmax, logsumexp).
+    // Logsumexp 4096x4096 5.50-5.71 -> 5.12-5.22 ms, softmax 7.2-8.2 -> 6.8-7.2 ms (best of
+    // 41 calls, three A/B alternations).
+    for (auto at = pp.varying.begin(); at != pp.varying.end(); ++at) {
+      const int a = *at;
+      const auto ua = static_cast<std::size_t>(a);
+      const int b = code[ua].args[0];
+      if (direct_[ua].kind != direct_op::unary || direct_[ua].after_sub == nullptr || pp.feeds[ua] >= 0 || pp.skip[ua] ||
+          !minus_one_value(b) || needed_besides(pp, ps, b, a))
         continue;
       // b must come right before a: then nothing can reuse x's tile slot in between (a may
       // write into it, position by position after reading it, which is safe).
-      const auto at = std::find(pp.varying.begin(), pp.varying.end(), a);
       if (at == pp.varying.begin() || *(at - 1) != b) continue;
       pp.skip[static_cast<std::size_t>(b)] = 1;
-      pp.sub_first[static_cast<std::size_t>(a)] = 1;
+      pp.sub_first[ua] = 1;
     }
   }
+}
+
+// Whether instruction b is x - u with x varying and u one value per group.
+bool plan::minus_one_value(int b) const {
+  const instruction& d = p_.code()[static_cast<std::size_t>(b)];
+  return d.op == opcode::binary && d.sub == static_cast<std::uint8_t>(kernels::binary_op::sub) &&
+         !uniform_[static_cast<std::size_t>(b)] && !uniform_[static_cast<std::size_t>(d.args[0])] &&
+         uniform_[static_cast<std::size_t>(d.args[1])];
 }
 
 // Whether `value`, computed in pass ps, is read by anything but `user` (an instruction or a
@@ -904,8 +898,7 @@ struct group_runner {
   std::vector<index_t> offsets;     // per operand: offset of the group's first element
   unsigned char* uniform_area;
   reducer_state* states;
-  const std::vector<char>* prefetch = nullptr;  // of the current pass
-  const pass_plan* pass = nullptr;              // the current pass
+  const pass_plan* pass = nullptr;  // the current pass
   const settings s = current_settings();        // fixed for the whole callback
 
   group_runner(const plan& pl_, unsigned char* s)
@@ -932,7 +925,7 @@ struct group_runner {
             const index_t esize = static_cast<index_t>(dtype_size(leaf.type));
             auto* at = const_cast<unsigned char*>(static_cast<const unsigned char*>(leaf.data)) +
                        (offsets[static_cast<std::size_t>(in.leaf)] + pos) * esize;
-            if ((*prefetch)[static_cast<std::size_t>(i)] && !pass->streamed[static_cast<std::size_t>(i)]) prefetch_ahead(at, n * esize);
+            if (pass->prefetch[static_cast<std::size_t>(i)] && !pass->streamed[static_cast<std::size_t>(i)]) prefetch_ahead(at, n * esize);
             ptr[static_cast<std::size_t>(i)] = at;
             return;
           }
@@ -963,29 +956,29 @@ struct group_runner {
   }
 
   void run_direct(const direct_op& f, const instruction& in, index_t n, void* out) {
-    const auto a = [&](int k) { return ptr[static_cast<std::size_t>(in.args[k])]; };
-    if (f.f64) {
-      using T = double;
-      if (f.kind == direct_op::unary) reinterpret_cast<kernels::unary_tile_fn<T>>(f.fn)(static_cast<const T*>(a(0)), static_cast<T*>(out), n);
-      else if (f.kind == direct_op::binary) reinterpret_cast<kernels::binary_tile_fn<T>>(f.fn)(static_cast<const T*>(a(0)), static_cast<const T*>(a(1)), static_cast<T*>(out), n);
-      else reinterpret_cast<kernels::muladd_tile_fn<T>>(f.fn)(static_cast<const T*>(a(0)), static_cast<const T*>(a(1)), static_cast<const T*>(a(2)), static_cast<T*>(out), n);
-    } else {
-      using T = float;
-      if (f.kind == direct_op::unary) reinterpret_cast<kernels::unary_tile_fn<T>>(f.fn)(static_cast<const T*>(a(0)), static_cast<T*>(out), n);
-      else if (f.kind == direct_op::binary) reinterpret_cast<kernels::binary_tile_fn<T>>(f.fn)(static_cast<const T*>(a(0)), static_cast<const T*>(a(1)), static_cast<T*>(out), n);
-      else reinterpret_cast<kernels::muladd_tile_fn<T>>(f.fn)(static_cast<const T*>(a(0)), static_cast<const T*>(a(1)), static_cast<const T*>(a(2)), static_cast<T*>(out), n);
-    }
+    auto call = [&](auto tag) {
+      using T = decltype(tag);
+      const auto a = [&](int k) { return static_cast<const T*>(ptr[static_cast<std::size_t>(in.args[k])]); };
+      T* y = static_cast<T*>(out);
+      if (f.kind == direct_op::unary) reinterpret_cast<kernels::unary_tile_fn<T>>(f.fn)(a(0), y, n);
+      else if (f.kind == direct_op::binary) reinterpret_cast<kernels::binary_tile_fn<T>>(f.fn)(a(0), a(1), y, n);
+      else reinterpret_cast<kernels::muladd_tile_fn<T>>(f.fn)(a(0), a(1), a(2), y, n);
+    };
+    if (f.f64) call(double{});
+    else call(float{});
   }
 
   // op(x - u) for a unary instruction whose argument x - u was skipped (pass_plan::sub_first).
   void run_after_sub(const direct_op& f, const instruction& in, index_t n, void* out) {
     const instruction& d = p.code()[static_cast<std::size_t>(in.args[0])];
-    const void* x = ptr[static_cast<std::size_t>(d.args[0])];
-    const void* u = ptr[static_cast<std::size_t>(d.args[1])];
-    if (f.f64)
-      reinterpret_cast<kernels::binary_tile_fn<double>>(f.after_sub)(static_cast<const double*>(x), static_cast<const double*>(u), static_cast<double*>(out), n);
-    else
-      reinterpret_cast<kernels::binary_tile_fn<float>>(f.after_sub)(static_cast<const float*>(x), static_cast<const float*>(u), static_cast<float*>(out), n);
+    auto call = [&](auto tag) {
+      using T = decltype(tag);
+      reinterpret_cast<kernels::binary_tile_fn<T>>(f.after_sub)(static_cast<const T*>(ptr[static_cast<std::size_t>(d.args[0])]),
+                                                                static_cast<const T*>(ptr[static_cast<std::size_t>(d.args[1])]),
+                                                                static_cast<T*>(out), n);
+    };
+    if (f.f64) call(double{});
+    else call(float{});
   }
 
   // x - u (instruction i, written to out) whose square feeds a sum (pass_plan::sub_feeds).
@@ -1153,21 +1146,16 @@ struct group_runner {
 
   // next: whether group g + 1 runs next in this callback.
   void run_group(index_t g, bool next) {
-    if (next && !pl.next_group_leaves_.empty()) {
-      if (has_next) std::swap(offsets, next_offsets);  // computed while prefetching
-      else pl.group_offsets(g, offsets);
+    if (has_next) std::swap(offsets, next_offsets);  // computed for the prefetch
+    else pl.group_offsets(g, offsets);
+    has_next = next && pl.prefetches_next_;
+    if (has_next) {
       next_offsets.resize(offsets.size());
       pl.group_offsets(g + 1, next_offsets);
-      has_next = true;
-    } else {
-      if (!has_next) pl.group_offsets(g, offsets);
-      else std::swap(offsets, next_offsets);
-      has_next = false;
     }
     const std::size_t dest_k = offsets.size() - 1;
     for (std::size_t ps = 0; ps < pl.passes_.size(); ++ps) {
       const pass_plan& pp = pl.passes_[ps];
-      prefetch = &pp.prefetch;
       pass = &pp;
       for (int u : pp.uniforms) exec_instruction(u, 1, ptr[static_cast<std::size_t>(u)], 0);
       const bool output_pass = ps + 1 == pl.passes_.size();
