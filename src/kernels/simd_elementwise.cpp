@@ -329,13 +329,12 @@ binary_tile_fn<double> ResolveSubUnaryF64(unary_op op, bool fused) {
 
 // ---- a unary function feeding a lane-wise sum (resolve_unary_sum) -------------------------
 
-/// y[i] = op(x[i]) (stored only when kStore) and element i added to lane i % 32 for i < n,
-/// n a multiple of 32. The lanes are AccumulateLanes' (simd_reduce.cpp): one double vector
-/// per group of consecutive lanes, each fed in stream order, so they end bitwise as a unary
-/// tile followed by a lane-wise sum would leave them — without storing and re-reading y.
 #if HWY_TARGET != HWY_SCALAR
-/// kSub: x[i] - u[0] is formed first and written to y (kStore), then op of it is summed
-/// (resolve_sub_unary_sum); otherwise op(x[i]) is written (kStore) and summed.
+/// y[i] = op(x[i]) (stored only when kStore) and element i added to lane i % 32 for i < n,
+/// n a multiple of 32. With kSub, x[i] - u[0] is formed first and is what y receives, and op
+/// of it is summed (resolve_sub_unary_sum). The lanes are AccumulateLanes' (simd_reduce.cpp):
+/// one double vector per group of consecutive lanes, each fed in stream order, so they end
+/// bitwise as the separate tile passes followed by a lane-wise sum would leave them.
 template <unary_op kOp, bool kFused, bool kStore, bool kSub, class T>
 HWY_INLINE void UnarySumLoop(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, index_t n, double* HWY_RESTRICT lane,
                              bool fresh, const T* u) {

@@ -198,13 +198,12 @@ void merge_tile(extreme_state<T>& st, const T* x, index_t n, index_t first_index
 
 }  // namespace
 
+// `streamed` picks the prefetching variant of the same kernel.
 void simd_sum(lane_accumulator& acc, const float* x, index_t n, bool streamed) {
-  if (streamed) accumulate<false>(acc, x, n, HWY_DYNAMIC_DISPATCH(SumStreamedF32));
-  else accumulate<false>(acc, x, n, HWY_DYNAMIC_DISPATCH(SumF32));
+  accumulate<false>(acc, x, n, streamed ? HWY_DYNAMIC_DISPATCH(SumStreamedF32) : HWY_DYNAMIC_DISPATCH(SumF32));
 }
 void simd_sum(lane_accumulator& acc, const double* x, index_t n, bool streamed) {
-  if (streamed) accumulate<false>(acc, x, n, HWY_DYNAMIC_DISPATCH(SumStreamedF64));
-  else accumulate<false>(acc, x, n, HWY_DYNAMIC_DISPATCH(SumF64));
+  accumulate<false>(acc, x, n, streamed ? HWY_DYNAMIC_DISPATCH(SumStreamedF64) : HWY_DYNAMIC_DISPATCH(SumF64));
 }
 void simd_prod(lane_accumulator& acc, const float* x, index_t n) {
   accumulate<true>(acc, x, n, HWY_DYNAMIC_DISPATCH(ProdF32));
@@ -215,23 +214,27 @@ void simd_prod(lane_accumulator& acc, const double* x, index_t n) {
 
 void simd_max(extreme_state<float>& st, const float* x, index_t n, index_t first_index, bool with_index,
               bool streamed) {
-  if (streamed) merge_tile(st, x, n, first_index, true, with_index, HWY_DYNAMIC_DISPATCH(MaxValStreamedF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
-  else merge_tile(st, x, n, first_index, true, with_index, HWY_DYNAMIC_DISPATCH(MaxValF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
+  merge_tile(st, x, n, first_index, true, with_index,
+             streamed ? HWY_DYNAMIC_DISPATCH(MaxValStreamedF32) : HWY_DYNAMIC_DISPATCH(MaxValF32),
+             HWY_DYNAMIC_DISPATCH(FirstEqF32));
 }
 void simd_max(extreme_state<double>& st, const double* x, index_t n, index_t first_index, bool with_index,
               bool streamed) {
-  if (streamed) merge_tile(st, x, n, first_index, true, with_index, HWY_DYNAMIC_DISPATCH(MaxValStreamedF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
-  else merge_tile(st, x, n, first_index, true, with_index, HWY_DYNAMIC_DISPATCH(MaxValF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
+  merge_tile(st, x, n, first_index, true, with_index,
+             streamed ? HWY_DYNAMIC_DISPATCH(MaxValStreamedF64) : HWY_DYNAMIC_DISPATCH(MaxValF64),
+             HWY_DYNAMIC_DISPATCH(FirstEqF64));
 }
 void simd_min(extreme_state<float>& st, const float* x, index_t n, index_t first_index, bool with_index,
               bool streamed) {
-  if (streamed) merge_tile(st, x, n, first_index, false, with_index, HWY_DYNAMIC_DISPATCH(MinValStreamedF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
-  else merge_tile(st, x, n, first_index, false, with_index, HWY_DYNAMIC_DISPATCH(MinValF32), HWY_DYNAMIC_DISPATCH(FirstEqF32));
+  merge_tile(st, x, n, first_index, false, with_index,
+             streamed ? HWY_DYNAMIC_DISPATCH(MinValStreamedF32) : HWY_DYNAMIC_DISPATCH(MinValF32),
+             HWY_DYNAMIC_DISPATCH(FirstEqF32));
 }
 void simd_min(extreme_state<double>& st, const double* x, index_t n, index_t first_index, bool with_index,
               bool streamed) {
-  if (streamed) merge_tile(st, x, n, first_index, false, with_index, HWY_DYNAMIC_DISPATCH(MinValStreamedF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
-  else merge_tile(st, x, n, first_index, false, with_index, HWY_DYNAMIC_DISPATCH(MinValF64), HWY_DYNAMIC_DISPATCH(FirstEqF64));
+  merge_tile(st, x, n, first_index, false, with_index,
+             streamed ? HWY_DYNAMIC_DISPATCH(MinValStreamedF64) : HWY_DYNAMIC_DISPATCH(MinValF64),
+             HWY_DYNAMIC_DISPATCH(FirstEqF64));
 }
 
 }  // namespace ct::detail::kernels
