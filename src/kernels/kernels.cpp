@@ -79,16 +79,16 @@ unary_tile_fn<T> resolve_unary(unary_op op, const settings& s) noexcept {
 }
 
 template <class T>
-binary_tile_fn<T> resolve_binary(binary_op op, bool a_uniform, bool b_uniform, const settings& s) noexcept {
+binary_tile_fn<T> resolve_binary(binary_op op, bool a_uniform, bool b_uniform, const settings& s, bool stream) noexcept {
   binary_tile_fn<T> f = nullptr;
-  if (s.backend == backend::simd) simd_resolve(op, a_uniform, b_uniform, f);
+  if (s.backend == backend::simd) simd_resolve(op, a_uniform, b_uniform, stream, f);
   return f;
 }
 
 template <class T>
-muladd_tile_fn<T> resolve_muladd(bool a_uniform, bool b_uniform, bool c_uniform, const settings& s) noexcept {
+muladd_tile_fn<T> resolve_muladd(bool a_uniform, bool b_uniform, bool c_uniform, const settings& s, bool stream) noexcept {
   muladd_tile_fn<T> f = nullptr;
-  if (s.backend == backend::simd) simd_resolve(a_uniform, b_uniform, c_uniform, is_fused(s), f);
+  if (s.backend == backend::simd) simd_resolve(a_uniform, b_uniform, c_uniform, is_fused(s), stream, f);
   return f;
 }
 
@@ -156,8 +156,8 @@ const char* simd_target_name() noexcept { return simd_target(); }
   template void max_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, bool); \
   template void min_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, bool); \
   template unary_tile_fn<T> resolve_unary<T>(unary_op, const settings&) noexcept;                      \
-  template binary_tile_fn<T> resolve_binary<T>(binary_op, bool, bool, const settings&) noexcept;        \
-  template muladd_tile_fn<T> resolve_muladd<T>(bool, bool, bool, const settings&) noexcept;             \
+  template binary_tile_fn<T> resolve_binary<T>(binary_op, bool, bool, const settings&, bool) noexcept;  \
+  template muladd_tile_fn<T> resolve_muladd<T>(bool, bool, bool, const settings&, bool) noexcept;       \
   template unary_sum_tile_fn<T> resolve_unary_sum<T>(unary_op, bool, const settings&) noexcept;         \
   template binary_tile_fn<T> resolve_sub_unary<T>(unary_op, const settings&) noexcept;                  \
   template sub_unary_sum_tile_fn<T> resolve_sub_unary_sum<T>(unary_op, const settings&) noexcept;       \

@@ -9,6 +9,9 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "src/kernels/detail.hpp"
 #include "src/kernels/simd_activation-inl.h"
 #include "src/kernels/simd_exp-inl.h"
@@ -42,18 +45,37 @@ struct Operand {
   }
 };
 
-/// y[i] = f(operand vectors…) over the tile, full vectors then one padded partial vector.
+/// y[i] = f(operand vectors…) for the lanes [i, i + count), count < one vector: computed as a
+/// whole padded vector, so each lane gets the same code as in a full vector.
 template <class D, class F, class... Ops>
+HWY_INLINE void PartialVector(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t i, index_t count, F f, Ops... ops) {
+  const auto rest = static_cast<size_t>(count);
+  HWY_ALIGN hn::TFromD<D> buf[HWY_MAX_BYTES / sizeof(hn::TFromD<D>)];
+  hn::Store(f(ops.Partial(d, i, rest)...), d, buf);
+  for (size_t j = 0; j < rest; ++j) y[i + static_cast<index_t>(j)] = buf[j];
+}
+
+/// y[i] = f(operand vectors…) over the tile, full vectors then one padded partial vector.
+/// kStream: the full vectors from the first vector-aligned address of y on are written with
+/// non-temporal stores (the lanes before it go through a padded vector too): the same values,
+/// without reading y's cache lines first. The caller fences (hwy::FlushStream) before anyone
+/// else reads y.
+template <bool kStream = false, class D, class F, class... Ops>
 HWY_INLINE void ForEachVector(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, F f, Ops... ops) {
+  using T = hn::TFromD<D>;
   const index_t N = static_cast<index_t>(hn::Lanes(d));
   index_t i = 0;
-  for (; i + N <= n; i += N) hn::StoreU(f(ops.Whole(d, i)...), d, y + i);
-  if (i < n) {
-    const size_t rest = static_cast<size_t>(n - i);
-    HWY_ALIGN hn::TFromD<D> buf[HWY_MAX_BYTES / sizeof(hn::TFromD<D>)];
-    hn::Store(f(ops.Partial(d, i, rest)...), d, buf);
-    for (size_t j = 0; j < rest; ++j) y[i + static_cast<index_t>(j)] = buf[j];
+  if constexpr (kStream) {
+    const auto bytes = static_cast<std::uintptr_t>(N) * sizeof(T);
+    const auto addr = reinterpret_cast<std::uintptr_t>(y);
+    if (addr % sizeof(T) == 0) {
+      const index_t head = std::min(n, static_cast<index_t>((bytes - addr % bytes) % bytes / sizeof(T)));
+      if (head > 0) PartialVector(d, y, 0, head, f, ops...);
+      for (i = head; i + N <= n; i += N) hn::Stream(f(ops.Whole(d, i)...), d, y + i);
+    }
   }
+  for (; i + N <= n; i += N) hn::StoreU(f(ops.Whole(d, i)...), d, y + i);
+  if (i < n) PartialVector(d, y, i, n - i, f, ops...);
 }
 
 // ---- unary ---------------------------------------------------------------------------------
@@ -176,11 +198,11 @@ void BinaryF64(binary_op op, const double* a, bool au, const double* b, bool bu,
 
 // ---- muladd --------------------------------------------------------------------------------
 
-template <bool kFused, bool kAU, bool kBU, bool kCU, class T>
+template <bool kFused, bool kAU, bool kBU, bool kCU, class T, bool kStream = false>
 HWY_INLINE void MulAddTile(const T* a, const T* b, const T* c, T* y, index_t n) {
   const hn::ScalableTag<T> d;
   using V = hn::Vec<decltype(d)>;
-  ForEachVector(
+  ForEachVector<kStream>(
       d, y, n, [](V p, V q, V r) { return Fma<kFused>(p, q, r); }, Operand<kAU, decltype(d)>{a},
       Operand<kBU, decltype(d)>{b}, Operand<kCU, decltype(d)>{c});
 }
@@ -249,62 +271,68 @@ unary_tile_fn<double> ResolveUnaryF64(unary_op op, bool fused) {
   return fused ? ResolveUnary<true, double>(op) : ResolveUnary<false, double>(op);
 }
 
-template <binary_op kOp, bool kAU, bool kBU, class T>
+template <binary_op kOp, bool kAU, bool kBU, class T, bool kStream>
 void BinaryOpTile(const T* a, const T* b, T* y, index_t n) {
   const hn::ScalableTag<T> d;
   using V = hn::Vec<decltype(d)>;
-  ForEachVector(d, y, n, [](V p, V q) { return BinaryOp<kOp>(p, q); }, Operand<kAU, decltype(d)>{a},
+  ForEachVector<kStream>(d, y, n, [](V p, V q) { return BinaryOp<kOp>(p, q); }, Operand<kAU, decltype(d)>{a},
                 Operand<kBU, decltype(d)>{b});
 }
 
 template <bool kAU, bool kBU, class T>
-HWY_INLINE binary_tile_fn<T> ResolveBinaryU(binary_op op) {
+HWY_INLINE binary_tile_fn<T> ResolveBinaryU(binary_op op, bool stream) {
   binary_tile_fn<T> f = nullptr;  // stays null for pow
-  WithBinaryOp(op, [&](auto k) { f = &BinaryOpTile<decltype(k)::value, kAU, kBU, T>; });
+  WithBinaryOp(op, [&](auto k) {
+    f = stream ? &BinaryOpTile<decltype(k)::value, kAU, kBU, T, true> : &BinaryOpTile<decltype(k)::value, kAU, kBU, T, false>;
+  });
   return f;
 }
 template <class T>
-HWY_INLINE binary_tile_fn<T> ResolveBinary(binary_op op, bool au, bool bu) {
-  if (au && bu) return ResolveBinaryU<true, true, T>(op);
-  if (au) return ResolveBinaryU<true, false, T>(op);
-  if (bu) return ResolveBinaryU<false, true, T>(op);
-  return ResolveBinaryU<false, false, T>(op);
+HWY_INLINE binary_tile_fn<T> ResolveBinary(binary_op op, bool au, bool bu, bool stream) {
+  if (au && bu) return ResolveBinaryU<true, true, T>(op, stream);
+  if (au) return ResolveBinaryU<true, false, T>(op, stream);
+  if (bu) return ResolveBinaryU<false, true, T>(op, stream);
+  return ResolveBinaryU<false, false, T>(op, stream);
 }
-binary_tile_fn<float> ResolveBinaryF32(binary_op op, bool au, bool bu) { return ResolveBinary<float>(op, au, bu); }
-binary_tile_fn<double> ResolveBinaryF64(binary_op op, bool au, bool bu) { return ResolveBinary<double>(op, au, bu); }
+binary_tile_fn<float> ResolveBinaryF32(binary_op op, bool au, bool bu, bool stream) {
+  return ResolveBinary<float>(op, au, bu, stream);
+}
+binary_tile_fn<double> ResolveBinaryF64(binary_op op, bool au, bool bu, bool stream) {
+  return ResolveBinary<double>(op, au, bu, stream);
+}
 
-template <bool kFused, bool kAU, bool kBU, bool kCU, class T>
+template <bool kFused, bool kAU, bool kBU, bool kCU, class T, bool kStream>
 void MulAddOpTile(const T* a, const T* b, const T* c, T* y, index_t n) {
-  MulAddTile<kFused, kAU, kBU, kCU>(a, b, c, y, n);
+  MulAddTile<kFused, kAU, kBU, kCU, T, kStream>(a, b, c, y, n);
 }
-template <bool kFused, class T>
+template <bool kFused, class T, bool kStream>
 HWY_INLINE muladd_tile_fn<T> ResolveMulAddF(bool au, bool bu, bool cu) {
   const int key = (au ? 4 : 0) + (bu ? 2 : 0) + (cu ? 1 : 0);
   switch (key) {
-    case 0: return &MulAddOpTile<kFused, false, false, false, T>;
-    case 1: return &MulAddOpTile<kFused, false, false, true, T>;
-    case 2: return &MulAddOpTile<kFused, false, true, false, T>;
-    case 3: return &MulAddOpTile<kFused, false, true, true, T>;
-    case 4: return &MulAddOpTile<kFused, true, false, false, T>;
-    case 5: return &MulAddOpTile<kFused, true, false, true, T>;
-    case 6: return &MulAddOpTile<kFused, true, true, false, T>;
-    default: return &MulAddOpTile<kFused, true, true, true, T>;
+    case 0: return &MulAddOpTile<kFused, false, false, false, T, kStream>;
+    case 1: return &MulAddOpTile<kFused, false, false, true, T, kStream>;
+    case 2: return &MulAddOpTile<kFused, false, true, false, T, kStream>;
+    case 3: return &MulAddOpTile<kFused, false, true, true, T, kStream>;
+    case 4: return &MulAddOpTile<kFused, true, false, false, T, kStream>;
+    case 5: return &MulAddOpTile<kFused, true, false, true, T, kStream>;
+    case 6: return &MulAddOpTile<kFused, true, true, false, T, kStream>;
+    default: return &MulAddOpTile<kFused, true, true, true, T, kStream>;
   }
 }
 template <class T>
-HWY_INLINE muladd_tile_fn<T> ResolveMulAdd(bool au, bool bu, bool cu, bool fused) {
-  if (!fused) return ResolveMulAddF<false, T>(au, bu, cu);
+HWY_INLINE muladd_tile_fn<T> ResolveMulAdd(bool au, bool bu, bool cu, bool fused, bool stream) {
+  if (!fused) return stream ? ResolveMulAddF<false, T, true>(au, bu, cu) : ResolveMulAddF<false, T, false>(au, bu, cu);
 #if HWY_NATIVE_FMA
-  return ResolveMulAddF<true, T>(au, bu, cu);
+  return stream ? ResolveMulAddF<true, T, true>(au, bu, cu) : ResolveMulAddF<true, T, false>(au, bu, cu);
 #else
   return nullptr;  // the general kernel falls back to std::fma
 #endif
 }
-muladd_tile_fn<float> ResolveMulAddF32(bool au, bool bu, bool cu, bool fused) {
-  return ResolveMulAdd<float>(au, bu, cu, fused);
+muladd_tile_fn<float> ResolveMulAddF32(bool au, bool bu, bool cu, bool fused, bool stream) {
+  return ResolveMulAdd<float>(au, bu, cu, fused, stream);
 }
-muladd_tile_fn<double> ResolveMulAddF64(bool au, bool bu, bool cu, bool fused) {
-  return ResolveMulAdd<double>(au, bu, cu, fused);
+muladd_tile_fn<double> ResolveMulAddF64(bool au, bool bu, bool cu, bool fused, bool stream) {
+  return ResolveMulAdd<double>(au, bu, cu, fused, stream);
 }
 
 // ---- one value subtracted before a unary function (resolve_sub_unary) ----------------------
@@ -485,17 +513,17 @@ void simd_resolve(unary_op op, bool fused, unary_tile_fn<float>& out) noexcept {
 void simd_resolve(unary_op op, bool fused, unary_tile_fn<double>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveUnaryF64)(op, fused);
 }
-void simd_resolve(binary_op op, bool au, bool bu, binary_tile_fn<float>& out) noexcept {
-  out = HWY_DYNAMIC_DISPATCH(ResolveBinaryF32)(op, au, bu);
+void simd_resolve(binary_op op, bool au, bool bu, bool stream, binary_tile_fn<float>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveBinaryF32)(op, au, bu, stream);
 }
-void simd_resolve(binary_op op, bool au, bool bu, binary_tile_fn<double>& out) noexcept {
-  out = HWY_DYNAMIC_DISPATCH(ResolveBinaryF64)(op, au, bu);
+void simd_resolve(binary_op op, bool au, bool bu, bool stream, binary_tile_fn<double>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveBinaryF64)(op, au, bu, stream);
 }
-void simd_resolve(bool au, bool bu, bool cu, bool fused, muladd_tile_fn<float>& out) noexcept {
-  out = HWY_DYNAMIC_DISPATCH(ResolveMulAddF32)(au, bu, cu, fused);
+void simd_resolve(bool au, bool bu, bool cu, bool fused, bool stream, muladd_tile_fn<float>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveMulAddF32)(au, bu, cu, fused, stream);
 }
-void simd_resolve(bool au, bool bu, bool cu, bool fused, muladd_tile_fn<double>& out) noexcept {
-  out = HWY_DYNAMIC_DISPATCH(ResolveMulAddF64)(au, bu, cu, fused);
+void simd_resolve(bool au, bool bu, bool cu, bool fused, bool stream, muladd_tile_fn<double>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveMulAddF64)(au, bu, cu, fused, stream);
 }
 void simd_resolve(unary_op op, bool fused, bool store, unary_sum_tile_fn<float>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveUnarySumF32)(op, fused, store);

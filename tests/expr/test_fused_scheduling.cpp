@@ -211,11 +211,15 @@ TEST_CASE("large results (streaming stores) equal the same rows evaluated in sma
   auto x = ct::random_uniform<float>({rows, cols}, 41, -20.0f, 20.0f);
   auto w = ct::random_uniform<float>({cols}, 42, 0.5f, 1.5f);
   auto expected_softmax = ct::zeros<float>({rows, cols});
-  auto expected_norm = ct::zeros<float>({rows, cols});
+  auto bias = ct::random_uniform<float>({cols}, 43, -1.0f, 1.0f);
+  auto expected_norm = ct::zeros<float>({rows, cols}), expected_layer = ct::zeros<float>({rows, cols});
+  auto expected_log = ct::zeros<float>({rows, cols});
   for (index_t r0 = 0; r0 < rows; r0 += 512) {  // 2 MiB pieces: ordinary stores
     auto part = x.slice(0, r0, r0 + 512);
     ct::eval(ct::softmax(part, -1), expected_softmax.slice(0, r0, r0 + 512));
     ct::eval(ct::rms_norm(part, -1, 1e-5f, w), expected_norm.slice(0, r0, r0 + 512));
+    ct::eval(ct::layer_norm(part, -1, 1e-5f, w, bias), expected_layer.slice(0, r0, r0 + 512));
+    ct::eval(ct::log_softmax(part, -1), expected_log.slice(0, r0, r0 + 512));
   }
   // Spot-check the pieces against the double reference too.
   for (index_t r : {index_t(0), index_t(1234), rows - 1}) {
@@ -237,6 +241,26 @@ TEST_CASE("large results (streaming stores) equal the same rows evaluated in sma
     ct::eval(ct::rms_norm(x, -1, 1e-5f, w), norm);
     CHECK(ct_test::bitwise_equal(norm, expected_norm));
   }
+  // The output pass's last operation writing the destination itself (division in softmax,
+  // multiply-add in layer norm with weight and bias, subtraction in log-softmax), for every
+  // backend and FMA policy.
+  for (const auto& s : {ct::settings{ct::backend::simd, ct::fma_policy::fused}, ct::settings{ct::backend::simd, ct::fma_policy::separate},
+                        ct::settings{ct::backend::scalar, ct::fma_policy::fused}}) {
+    ct::settings_scope scope(s);
+    auto want_soft = ct::zeros<float>({rows, cols}), want_layer = ct::zeros<float>({rows, cols});
+    auto want_log = ct::zeros<float>({rows, cols});
+    for (index_t r0 = 0; r0 < rows; r0 += 512) {
+      auto part = x.slice(0, r0, r0 + 512);
+      ct::eval(ct::softmax(part, -1), want_soft.slice(0, r0, r0 + 512));
+      ct::eval(ct::layer_norm(part, -1, 1e-5f, w, bias), want_layer.slice(0, r0, r0 + 512));
+      ct::eval(ct::log_softmax(part, -1), want_log.slice(0, r0, r0 + 512));
+    }
+    CHECK(ct_test::bitwise_equal(ct::eval(ct::softmax(x, -1)), want_soft));
+    CHECK(ct_test::bitwise_equal(ct::eval(ct::layer_norm(x, -1, 1e-5f, w, bias)), want_layer));
+    CHECK(ct_test::bitwise_equal(ct::eval(ct::log_softmax(x, -1)), want_log));
+  }
+  CHECK(ct_test::bitwise_equal(ct::eval(ct::layer_norm(x, -1, 1e-5f, w, bias)), expected_layer));
+  CHECK(ct_test::bitwise_equal(ct::eval(ct::log_softmax(x, -1)), expected_log));
   // A destination view that starts off a 64-byte boundary (head and tail of every row copied
   // with ordinary stores, the middle streamed).
   auto wide = ct::zeros<float>({rows, cols + 3});

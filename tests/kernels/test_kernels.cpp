@@ -250,6 +250,60 @@ TEMPLATE_TEST_CASE("muladd: random operands match std::fma / two roundings, in p
       }
 }
 
+// The streaming variants (non-temporal stores from the first vector-aligned element on) write
+// the same values as the ordinary tile functions, wherever the destination starts and however
+// long the tile is, and leave the elements around it alone.
+TEMPLATE_TEST_CASE("resolve_binary/muladd with stream: same values as the ordinary tile functions", "[kernels]", float,
+                   double) {
+  using T = TestType;
+  rng r(77);
+  for (const auto& s : all_settings()) {
+    INFO(describe(s));
+    const bool simd = s.backend == ct::backend::simd;
+    CHECK((k::resolve_binary<T>(binary_op::div, false, true, s, true) != nullptr) == simd);
+    CHECK(k::resolve_binary<T>(binary_op::pow, false, true, s, true) == nullptr);
+    for (index_t n : tile_lengths())
+      for (index_t shift : {0, 1, 3, 15}) {  // elements past a 64-byte boundary
+        INFO("n " << n << " shift " << shift);
+        const auto size = static_cast<std::size_t>(n + shift + 48);
+        std::vector<T> a(size), b(size), c(size), want(size, T(-7)), got(size, T(-7));
+        for (std::size_t i = 0; i < size; ++i)
+          a[i] = static_cast<T>(r.uniform(-10, 10)), b[i] = static_cast<T>(r.uniform(0.5, 10)), c[i] = static_cast<T>(r.uniform(-3, 3));
+        // An aligned start inside the buffers, then `shift` elements on.
+        const auto base = [&](std::vector<T>& v) {
+          auto addr = reinterpret_cast<std::uintptr_t>(v.data());
+          return v.data() + 8 + (64 - addr % 64) % 64 / sizeof(T) + shift;
+        };
+        // The n results and the 8 elements on either side (untouched: still -7).
+        const auto same_around = [&](std::vector<T>& g, std::vector<T>& w) {
+          const T *pg = base(g), *pw = base(w);
+          for (index_t i = -8; i < n + 8; ++i)
+            if (!same_bits(pg[i], pw[i]) || ((i < 0 || i >= n) && pg[i] != T(-7))) return false;
+          return true;
+        };
+        for (binary_op op : {binary_op::add, binary_op::sub, binary_op::mul, binary_op::div, binary_op::min, binary_op::max})
+          for (int flags = 0; flags < 4; ++flags) {
+            const bool au = flags & 1, bu = flags & 2;
+            const auto plain = k::resolve_binary<T>(op, au, bu, s), streamed = k::resolve_binary<T>(op, au, bu, s, true);
+            if (!plain) continue;
+            REQUIRE(streamed != nullptr);
+            plain(a.data(), b.data(), base(want), n);
+            streamed(a.data(), b.data(), base(got), n);
+            REQUIRE(same_around(got, want));
+          }
+        for (int flags = 0; flags < 8; ++flags) {
+          const bool au = flags & 1, bu = flags & 2, cu = flags & 4;
+          const auto plain = k::resolve_muladd<T>(au, bu, cu, s), streamed = k::resolve_muladd<T>(au, bu, cu, s, true);
+          if (!plain) continue;
+          REQUIRE(streamed != nullptr);
+          plain(a.data(), b.data(), c.data(), base(want), n);
+          streamed(a.data(), b.data(), c.data(), base(got), n);
+          REQUIRE(same_around(got, want));
+        }
+      }
+  }
+}
+
 TEST_CASE("simd_target_name names a target", "[kernels]") {
   const std::string name = k::simd_target_name();
   INFO(name);

@@ -48,6 +48,9 @@ void muladd(const T* a, bool a_uniform, const T* b, bool b_uniform, const T* c, 
 /// Calling one is the same as calling the general kernel. The resolvers return nullptr when
 /// there is no such function (scalar backend, pow, fused FMA on a target without hardware
 /// FMA); the caller then uses the general kernel.
+/// stream (binary and muladd): y is written with non-temporal stores where it is vector-aligned
+/// (the same values; for results too large to stay in the caches, whose lines then need not be
+/// read first). The caller must fence (hwy::FlushStream) before y is read by another thread.
 template <class T>
 using unary_tile_fn = void (*)(const T* x, T* y, index_t n);
 template <class T>
@@ -57,9 +60,11 @@ using muladd_tile_fn = void (*)(const T* a, const T* b, const T* c, T* y, index_
 template <class T>
 unary_tile_fn<T> resolve_unary(unary_op op, const settings& s) noexcept;
 template <class T>
-binary_tile_fn<T> resolve_binary(binary_op op, bool a_uniform, bool b_uniform, const settings& s) noexcept;
+binary_tile_fn<T> resolve_binary(binary_op op, bool a_uniform, bool b_uniform, const settings& s,
+                                 bool stream = false) noexcept;
 template <class T>
-muladd_tile_fn<T> resolve_muladd(bool a_uniform, bool b_uniform, bool c_uniform, const settings& s) noexcept;
+muladd_tile_fn<T> resolve_muladd(bool a_uniform, bool b_uniform, bool c_uniform, const settings& s,
+                                 bool stream = false) noexcept;
 
 /// Number of virtual lanes of the lane-wise sum and product.
 inline constexpr int reduce_lanes = 32;
