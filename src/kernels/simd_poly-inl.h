@@ -123,6 +123,11 @@ HWY_INLINE hn::Vec<D> Pow2(D d, hn::Vec<D> k) {
 /// one factor suffices; the callers' products are then normal, hence exact either way, so both
 /// paths give the same bits.
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+#define CT_KERNELS_HAVE_SCALEF 1
+#else
+#define CT_KERNELS_HAVE_SCALEF 0
+#endif
+#if CT_KERNELS_HAVE_SCALEF
 // AVX-512 computes v * 2^floor(k) with one rounding in one instruction (vscalef): the same
 // bits as the portable path below (exact in the normal range, one rounding on over- or
 // underflow), in one instruction instead of about nine. Float exp went from 9.6 to 7.9
@@ -137,7 +142,7 @@ HWY_INLINE __m128d ScaleFRaw(__m128d v, __m128d k) { return _mm_scalef_pd(v, k);
 
 template <class D>
 HWY_INLINE hn::Vec<D> ScaleByPow2(D d, hn::Vec<D> v, hn::Vec<D> k) {
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+#if CT_KERNELS_HAVE_SCALEF
   (void)d;
   hn::Vec<D> r;
   r.raw = ScaleFRaw(v.raw, k.raw);
