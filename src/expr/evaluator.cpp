@@ -235,6 +235,8 @@ class plan {
       const instruction& in = code[static_cast<std::size_t>(i)];
       if (in.op == opcode::reduce) {
         passes_[static_cast<std::size_t>(level_[static_cast<std::size_t>(i)] - 1)].reducers.push_back(i);
+      } else if (in.op == opcode::constant) {
+        constants_.push_back(i);
       } else if (uniform_[static_cast<std::size_t>(i)]) {
         passes_[static_cast<std::size_t>(level_[static_cast<std::size_t>(i)])].uniforms.push_back(i);
       }
@@ -387,6 +389,9 @@ class plan {
   int reduce_passes_ = 0;
   bool root_uniform_ = false;
   std::vector<pass_plan> passes_;
+  // Scalar constants: the same value for every group, written once per callback by the
+  // runner (evaluating them per group and pass cost ~7% of a layer norm of short rows).
+  std::vector<int> constants_;
   std::vector<int> r_axes_, k_axes_;
   std::vector<axis_walk> walk_;   // merged reduced axes, outermost first (never empty)
   std::vector<std::vector<index_t>> k_strides_;  // per retained axis, per operand
@@ -939,6 +944,7 @@ struct group_runner {
     states = reinterpret_cast<reducer_state*>(addr);
     for (std::size_t i = 0; i < p.code().size(); ++i)
       if (uni[i]) ptr[i] = uniform_area + i * 8;
+    for (int c : pl.constants_) exec_instruction(c, 1, ptr[static_cast<std::size_t>(c)], 0);
   }
 
   void exec_instruction(int i, index_t n, void* out, index_t pos) {
@@ -1285,6 +1291,7 @@ struct column_runner {
     states = reinterpret_cast<column_state*>(addr);
     for (std::size_t i = 0; i < p.code().size(); ++i)
       if (pl.uniform_[i]) ptr[i] = home(static_cast<int>(i));
+    for (int c : pl.constants_) exec(c, 0, home(c));  // scalar (uni): one value
   }
 
   unsigned char* home(int i) const { return invariant_area + static_cast<std::size_t>(i) * static_cast<std::size_t>(pl.block_) * 8; }
