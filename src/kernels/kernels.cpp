@@ -100,6 +100,13 @@ unary_sum_tile_fn<T> resolve_unary_sum(unary_op op, bool store, const settings& 
 }
 
 template <class T>
+scale_then_tile_fn<T> resolve_scale_then(bool muladd, bool c_uniform, const settings& s, bool stream) noexcept {
+  scale_then_tile_fn<T> f = nullptr;
+  if (s.backend == backend::simd) simd_resolve_scale_then(muladd, c_uniform, is_fused(s), stream, f);
+  return f;
+}
+
+template <class T>
 binary_tile_fn<T> resolve_sub_unary(unary_op op, const settings& s) noexcept {
   binary_tile_fn<T> f = nullptr;
   if (s.backend == backend::simd) simd_resolve_sub(op, is_fused(s), f);
@@ -159,6 +166,7 @@ const char* simd_target_name() noexcept { return simd_target(); }
   template binary_tile_fn<T> resolve_binary<T>(binary_op, bool, bool, const settings&, bool) noexcept;  \
   template muladd_tile_fn<T> resolve_muladd<T>(bool, bool, bool, const settings&, bool) noexcept;       \
   template unary_sum_tile_fn<T> resolve_unary_sum<T>(unary_op, bool, const settings&) noexcept;         \
+  template scale_then_tile_fn<T> resolve_scale_then<T>(bool, bool, const settings&, bool) noexcept;    \
   template binary_tile_fn<T> resolve_sub_unary<T>(unary_op, const settings&) noexcept;                  \
   template sub_unary_sum_tile_fn<T> resolve_sub_unary_sum<T>(unary_op, const settings&) noexcept;       \
   template void sub_unary_sum<T>(sub_unary_sum_tile_fn<T>, binary_tile_fn<T>, unary_tile_fn<T>, const T*, const T*, T*, \

@@ -335,6 +335,46 @@ muladd_tile_fn<double> ResolveMulAddF64(bool au, bool bu, bool cu, bool fused, b
   return ResolveMulAdd<double>(au, bu, cu, fused, stream);
 }
 
+// ---- a scaling by one value before a multiply or multiply-add (resolve_scale_then) -----------
+
+/// y = (x * u[0]) * w  or  (x * u[0]) * w + c: hn::Mul as BinaryOp<mul>, then hn::Mul or
+/// Fma<kFused> as the second tile function would, lane by lane: bitwise the two tile passes.
+template <bool kMulAdd, bool kFused, bool kCU, class T, bool kStream>
+void ScaleThenTile(const T* x, const T* u, const T* w, const T* c, T* y, index_t n) {
+  const hn::ScalableTag<T> d;
+  using D = decltype(d);
+  using V = hn::Vec<D>;
+  if constexpr (kMulAdd)
+    ForEachVector<kStream>(
+        d, y, n, [](V p, V q, V r, V t) { return Fma<kFused>(hn::Mul(p, q), r, t); }, Operand<false, D>{x},
+        Operand<true, D>{u}, Operand<false, D>{w}, Operand<kCU, D>{c});
+  else
+    ForEachVector<kStream>(d, y, n, [](V p, V q, V r) { return hn::Mul(hn::Mul(p, q), r); }, Operand<false, D>{x},
+                           Operand<true, D>{u}, Operand<false, D>{w});
+}
+
+template <bool kMulAdd, bool kFused, class T>
+HWY_INLINE scale_then_tile_fn<T> ResolveScaleThenF(bool cu, bool stream) {
+  if (cu) return stream ? &ScaleThenTile<kMulAdd, kFused, true, T, true> : &ScaleThenTile<kMulAdd, kFused, true, T, false>;
+  return stream ? &ScaleThenTile<kMulAdd, kFused, false, T, true> : &ScaleThenTile<kMulAdd, kFused, false, T, false>;
+}
+template <class T>
+HWY_INLINE scale_then_tile_fn<T> ResolveScaleThen(bool muladd, bool cu, bool fused, bool stream) {
+  if (!muladd) return ResolveScaleThenF<false, false, T>(false, stream);
+  if (!fused) return ResolveScaleThenF<true, false, T>(cu, stream);
+#if HWY_NATIVE_FMA
+  return ResolveScaleThenF<true, true, T>(cu, stream);
+#else
+  return nullptr;  // as ResolveMulAdd: the general kernel would use std::fma
+#endif
+}
+scale_then_tile_fn<float> ResolveScaleThenF32(bool muladd, bool cu, bool fused, bool stream) {
+  return ResolveScaleThen<float>(muladd, cu, fused, stream);
+}
+scale_then_tile_fn<double> ResolveScaleThenF64(bool muladd, bool cu, bool fused, bool stream) {
+  return ResolveScaleThen<double>(muladd, cu, fused, stream);
+}
+
 // ---- one value subtracted before a unary function (resolve_sub_unary) ----------------------
 
 /// y = op(x - u[0]): the subtraction is BinaryOp<sub>'s and the function UnaryOp's, lane by
@@ -474,6 +514,8 @@ HWY_EXPORT(ResolveMulAddF32);
 HWY_EXPORT(ResolveMulAddF64);
 HWY_EXPORT(ResolveUnarySumF32);
 HWY_EXPORT(ResolveUnarySumF64);
+HWY_EXPORT(ResolveScaleThenF32);
+HWY_EXPORT(ResolveScaleThenF64);
 HWY_EXPORT(ResolveSubUnaryF32);
 HWY_EXPORT(ResolveSubUnaryF64);
 HWY_EXPORT(ResolveSubUnarySumF32);
@@ -530,6 +572,12 @@ void simd_resolve(unary_op op, bool fused, bool store, unary_sum_tile_fn<float>&
 }
 void simd_resolve(unary_op op, bool fused, bool store, unary_sum_tile_fn<double>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveUnarySumF64)(op, fused, store);
+}
+void simd_resolve_scale_then(bool muladd, bool cu, bool fused, bool stream, scale_then_tile_fn<float>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveScaleThenF32)(muladd, cu, fused, stream);
+}
+void simd_resolve_scale_then(bool muladd, bool cu, bool fused, bool stream, scale_then_tile_fn<double>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveScaleThenF64)(muladd, cu, fused, stream);
 }
 void simd_resolve_sub(unary_op op, bool fused, binary_tile_fn<float>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveSubUnaryF32)(op, fused);

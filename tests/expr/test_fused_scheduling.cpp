@@ -295,6 +295,45 @@ TEST_CASE("layer_norm and rms_norm are bitwise the same under the scalar and sim
   }
 }
 
+// (x * u) * w [+ c] with u one value per group runs as one kernel when nothing else reads
+// x * u (the output pass of layer norm with weight and bias, RMS norm with weight). Its results
+// must be those of the separate operations: compare with x * u materialised first, for the
+// factors in either order, a bias that is one value, a weight read through a stride (its
+// gathered tile sits between x * u and its user), x * u needed elsewhere too, and double.
+TEST_CASE("(x * u) * w + c in one kernel equals the separate operations", "[scheduling][fused]") {
+  for (auto [rows, cols] : {std::pair<index_t, index_t>{3, 1}, {5, 33}, {4, 1030}, {2, 5000}}) {
+    auto x = ct::random_uniform<float>({rows, cols}, 71, -3.0f, 3.0f);
+    auto w = ct::random_uniform<float>({cols}, 72, 0.5f, 1.5f), c = ct::random_uniform<float>({cols}, 73, -1.0f, 1.0f);
+    auto wt = ct::random_uniform<float>({cols, 2}, 74, 0.5f, 1.5f).select(1, 0);  // stride 2
+    auto xd = ct::random_uniform<double>({rows, cols}, 75, -3.0, 3.0);
+    auto wd = ct::random_uniform<double>({cols}, 76, 0.5, 1.5), cd = ct::random_uniform<double>({cols}, 77, -1.0, 1.0);
+    for (ct::fma_policy f : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+      ct::settings_scope scope({ct::backend::simd, f});
+      INFO(rows << "x" << cols << (f == ct::fma_policy::fused ? " fused" : " separate"));
+      auto r = ct::rsqrt(ct::mean(ct::square(x), -1, true) + 1e-5f);
+      auto rd = ct::rsqrt(ct::mean(ct::square(xd), -1, true) + 1e-5);
+      auto t = ct::eval(x * r);     // x * u materialised
+      auto tt = ct::eval(r * x);
+      auto td = ct::eval(xd * rd);
+      CHECK(ct_test::bitwise_equal(ct::eval(x * r * w + c), ct::eval(t * w + c)));
+      CHECK(ct_test::bitwise_equal(ct::eval(w * (r * x) + c), ct::eval(w * tt + c)));
+      CHECK(ct_test::bitwise_equal(ct::eval(x * r * w + 0.25f), ct::eval(t * w + 0.25f)));
+      CHECK(ct_test::bitwise_equal(ct::eval(x * r * w), ct::eval(t * w)));
+      CHECK(ct_test::bitwise_equal(ct::eval(x * r * wt + c), ct::eval(t * wt + c)));
+      // x computed into a tile slot that the gathered weight could take over.
+      auto x1 = ct::eval(x + 1.0f);
+      auto r1 = ct::rsqrt(ct::mean(ct::square(x1), -1, true) + 1e-5f);
+      auto t1 = ct::eval(x1 * r1);
+      CHECK(ct_test::bitwise_equal(ct::eval((x + 1.0f) * r1 * wt + c), ct::eval(t1 * wt + c)));
+      CHECK(ct_test::bitwise_equal(ct::eval((x + 1.0f) * r1 * wt + ct::exp(x)), ct::eval(t1 * wt + ct::exp(x))));
+      CHECK(ct_test::bitwise_equal(ct::eval(x * r * w + x * r), ct::eval(t * w + t)));
+      CHECK(ct_test::bitwise_equal(ct::eval(xd * rd * wd + cd), ct::eval(td * wd + cd)));
+      CHECK(ct_test::bitwise_equal(ct::eval(ct::layer_norm(x, -1, 1e-5f, w, c)),
+                                   ct::eval(ct::eval((x - ct::mean(x, -1, true)) * ct::rsqrt(ct::mean(ct::square(x - ct::mean(x, -1, true)), -1, true) + 1e-5f)) * w + c)));
+    }
+  }
+}
+
 // exp(x - u) with u one value per group runs as one kernel when nothing else reads x - u
 // (softmax's numerator, logsumexp's argument). Its results must be those of the subtraction
 // and exp as separate passes: compare with the difference materialised first, for an operand

@@ -304,6 +304,36 @@ TEMPLATE_TEST_CASE("resolve_binary/muladd with stream: same values as the ordina
   }
 }
 
+// (x * u) * w [+ c] in one pass equals binary(mul) with u uniform followed by binary(mul) or
+// muladd, for every setting, length, uniform c and streaming.
+TEMPLATE_TEST_CASE("resolve_scale_then equals a scaling and a multiply / multiply-add", "[kernels]", float, double) {
+  using T = TestType;
+  rng r(78);
+  for (const auto& s : all_settings()) {
+    INFO(describe(s));
+    const bool simd = s.backend == ct::backend::simd;
+    CHECK((k::resolve_scale_then<T>(false, false, s) != nullptr) == simd);
+    for (bool muladd : {false, true})
+      for (bool cu : {false, true})
+        for (bool stream : {false, true}) {
+          const auto f = k::resolve_scale_then<T>(muladd, cu, s, stream);
+          if (!simd) CHECK(f == nullptr);
+          if (!f) continue;  // also none for fused FMA without hardware FMA
+          for (index_t n : tile_lengths()) {
+            offset_buffer<T> x(n + 1), w(n + 1), c(n + 1), tmp(n + 1), want(n), got(n);
+            for (index_t i = 0; i <= n; ++i)
+              x[i] = static_cast<T>(r.uniform(-3, 3)), w[i] = static_cast<T>(r.uniform(-3, 3)), c[i] = static_cast<T>(r.uniform(-3, 3));
+            const T u[1] = {static_cast<T>(r.uniform(0.1, 3))};
+            k::binary(binary_op::mul, x.data(), false, u, true, tmp.data(), n, s);
+            if (muladd) k::muladd(tmp.data(), false, w.data(), false, c.data(), cu, want.data(), n, s);
+            else k::binary(binary_op::mul, tmp.data(), false, w.data(), false, want.data(), n, s);
+            f(x.data(), u, w.data(), muladd ? c.data() : nullptr, got.data(), n);
+            for (index_t i = 0; i < n; ++i) REQUIRE(same_bits(got[i], want[i]));
+          }
+        }
+  }
+}
+
 TEST_CASE("simd_target_name names a target", "[kernels]") {
   const std::string name = k::simd_target_name();
   INFO(name);

@@ -134,6 +134,18 @@ unary_sum_tile_fn<T> resolve_unary_sum(unary_op op, bool store, const settings& 
 template <class T>
 void unary_sum(unary_sum_tile_fn<T> fn, unary_tile_fn<T> plain, const T* x, T* y, index_t n, lane_accumulator& acc);
 
+/// A scaling by one value feeding a multiply or a multiply-add, in one pass:
+/// y[i] = (x[i] * u[0]) * w[i]            (muladd false; c unused, may be nullptr)
+/// y[i] = (x[i] * u[0]) * w[i] + c[i]     (muladd true; c[0] for every i when c_uniform)
+/// bitwise what binary(mul, x, u uniform) followed by binary(mul) / muladd() (under s.fma)
+/// gives under the simd backend — the output pass of layer norm with weight and bias and of
+/// RMS norm with weight. stream as for resolve_binary. nullptr for the scalar backend and where
+/// resolve_muladd has no function (fused FMA without hardware FMA).
+template <class T>
+using scale_then_tile_fn = void (*)(const T* x, const T* u, const T* w, const T* c, T* y, index_t n);
+template <class T>
+scale_then_tile_fn<T> resolve_scale_then(bool muladd, bool c_uniform, const settings& s, bool stream = false) noexcept;
+
 /// y[i] = op(x[i] - u[0]) for i in [0, n): a subtraction of one value feeding a unary function
 /// in one pass, bitwise what binary(sub, x, u uniform) followed by unary(op) gives under the
 /// simd backend (exp(x - max) in softmax and logsumexp). nullptr for the scalar backend and
