@@ -1005,7 +1005,8 @@ struct group_runner {
             const index_t esize = static_cast<index_t>(dtype_size(leaf.type));
             auto* at = const_cast<unsigned char*>(static_cast<const unsigned char*>(leaf.data)) +
                        (offsets[static_cast<std::size_t>(in.leaf)] + pos) * esize;
-            if (pass->prefetch[static_cast<std::size_t>(i)] && !pass->streamed[static_cast<std::size_t>(i)]) prefetch_ahead(at, n * esize);
+            if (pass->prefetch[static_cast<std::size_t>(i)] && !pass->streamed[static_cast<std::size_t>(i)] && !fetched)
+              prefetch_ahead(at, n * esize);
             ptr[static_cast<std::size_t>(i)] = at;
             return;
           }
@@ -1131,7 +1132,7 @@ struct group_runner {
 
   void feed_reducer(int i, const void* x, index_t n, index_t pos) {
     const instruction& in = p.code()[static_cast<std::size_t>(i)];
-    const bool streamed = pass->streamed[static_cast<std::size_t>(in.args[0])] != 0;
+    const bool streamed = pass->streamed[static_cast<std::size_t>(in.args[0])] != 0 && !fetched;
     reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(i)]];
     const dtype at = p.code()[static_cast<std::size_t>(in.args[0])].type;
     auto op = static_cast<reduce_op>(in.sub);
@@ -1235,6 +1236,12 @@ struct group_runner {
 
   std::vector<index_t> next_offsets;  // of group g + 1 while group g runs (prefetch_next)
   bool has_next = false;
+  // This group's rows were prefetched during the previous group (has_next then): its first
+  // pass then reads from the caches and issues no prefetches of its own, which would only
+  // fetch further rows early and compete with the previous group's fetches. Softmax
+  // 4096x4096 5.76-5.90 -> 5.22-5.82 ms, logsumexp 4.82-4.89 -> 4.53-4.72 ms (best of 21
+  // calls, alternating A/B).
+  bool fetched = false;
 
   // Into L1 (an L2 hint measured no gain: the first pass then still waits on L2 misses).
   void prefetch_next_group(index_t pos, index_t n) const {
@@ -1250,6 +1257,7 @@ struct group_runner {
   void run_group(index_t g, bool next) {
     if (has_next) std::swap(offsets, next_offsets);  // computed for the prefetch
     else pl.group_offsets(g, offsets);
+    fetched = has_next;
     has_next = next && pl.prefetches_next_;
     if (has_next) {
       next_offsets.resize(offsets.size());
