@@ -142,6 +142,7 @@ struct direct_op {
   void (*sum_store)() = nullptr;  // also writes the tile
   void (*sum_only)() = nullptr;   // the tile itself is not needed
   void (*after_sub)() = nullptr;  // op(x - u) with u one value (kernels::resolve_sub_unary)
+  void (*after_sub_prefetch)() = nullptr;  // the same, prefetching another row as it goes
   void (*sum_after_sub)() = nullptr;  // x - u written, op of it summed (resolve_sub_unary_sum)
   // binary mul / muladd of varying factors: (x * u) * w [+ c] with the scaling x * u folded in
   // (kernels::resolve_scale_then).
@@ -182,6 +183,9 @@ struct pass_plan {
   std::vector<char> streamed;
   bool column_sums = false;    // column mode: the pass only sums contiguous float operands (run rows in batches)
   bool prefetch_next = false;  // prefetch the next group's streamed operands during this pass
+  // With prefetch_next: an op(x - u) instruction (sub_first) whose kernel prefetches leaf
+  // prefetch_leaf's next row as it computes, instead of a burst before the tile (-1: none).
+  int prefetch_by = -1, prefetch_leaf = -1;
   // Fused feeding: unary instruction -> the sum reducer it feeds while computing its tile
   // (-1: none); whether the tile must still be written; reducers fed that way.
   std::vector<int> feeds;
@@ -253,6 +257,7 @@ class plan {
     for (int ps = 0; ps <= reduce_passes_; ++ps) plan_pass(ps);
     plan_prefetch();
     plan_fused_feeds();
+    plan_kernel_prefetch();
     if (column_ && walk_.size() == 1)
       for (pass_plan& pp : passes_) pp.column_sums = column_sums_only(pp);
     reducer_index_.assign(static_cast<std::size_t>(n), -1);
@@ -331,6 +336,7 @@ class plan {
   }
   void plan_prefetch();
   void plan_fused_feeds();
+  void plan_kernel_prefetch();
   bool needed_besides(const pass_plan& pp, std::size_t ps, int value, int user) const;
   bool minus_one_value(int b) const;
 
@@ -394,6 +400,9 @@ class plan {
   std::vector<direct_op> direct_;  // per instruction (row mode, varying float operations)
   std::vector<int> next_group_leaves_;  // leaves whose rows a later pass prefetches for the next group
   bool prefetches_next_ = false;        // some pass does (pass_plan::prefetch_next)
+  // Every next-group row is prefetched from inside a kernel (pass_plan::prefetch_by), so it is
+  // in the caches when the next group starts: that group's first pass then prefetches nothing.
+  bool rows_prefetched_ = false;
   std::vector<int> level_;
   std::vector<int> reducer_index_;
   int reducers_ = 0;
@@ -588,6 +597,7 @@ void plan::resolve_direct() {
         d.sum_store = reinterpret_cast<void (*)()>(kernels::resolve_unary_sum<T>(op, true, s));
         d.sum_only = reinterpret_cast<void (*)()>(kernels::resolve_unary_sum<T>(op, false, s));
         d.after_sub = reinterpret_cast<void (*)()>(kernels::resolve_sub_unary<T>(op, s));
+        d.after_sub_prefetch = reinterpret_cast<void (*)()>(kernels::resolve_sub_unary_prefetch<T>(op, s));
         d.sum_after_sub = reinterpret_cast<void (*)()>(kernels::resolve_sub_unary_sum<T>(op, s));
       } else if (in.op == opcode::binary) {
         d.fn = reinterpret_cast<void (*)()>(kernels::resolve_binary<T>(static_cast<kernels::binary_op>(in.sub), u(0), u(1), s));
@@ -774,6 +784,34 @@ void plan::plan_fused_feeds() {
       }
     }
   }
+}
+
+// The next group's rows are fetched during the second pass. Issued as a burst before each tile
+// most of those prefetches were dropped (the CPU has few miss buffers): the first pass of the
+// next group still waited on DRAM, and disabling the burst changed nothing. Issued one line per
+// vector from inside the exp(x - u) kernel they arrive, and the next first pass (max or sum)
+// reads from the caches without prefetching further ahead. Softmax 4096x4096 6.26-6.56 ->
+// 4.92-5.30 ms, logsumexp 4.98-5.01 -> 3.97-4.05 ms (best of 21 calls, four alternations).
+// When another leaf's rows are still burst-prefetched, the next first pass keeps its own
+// prefetching (rows_prefetched_ false): skipping it for rows that did not arrive made softmax
+// 35% slower.
+void plan::plan_kernel_prefetch() {
+  if (!prefetches_next_) return;
+  pass_plan& pp = passes_[1];
+  for (int l : next_group_leaves_) {
+    const index_t esize = static_cast<index_t>(dtype_size(p_.leaves()[static_cast<std::size_t>(l)].type));
+    for (int i : pp.varying) {
+      const instruction& in = p_.code()[static_cast<std::size_t>(i)];
+      if (pp.sub_first[static_cast<std::size_t>(i)] && direct_[static_cast<std::size_t>(i)].after_sub_prefetch != nullptr &&
+          static_cast<index_t>(dtype_size(in.type)) == esize) {
+        pp.prefetch_by = i;
+        pp.prefetch_leaf = l;
+        break;
+      }
+    }
+    if (pp.prefetch_by >= 0) break;
+  }
+  rows_prefetched_ = pp.prefetch_by >= 0 && next_group_leaves_.size() == 1;
 }
 
 // Whether instruction b is x - u with x varying and u one value per group.
@@ -1030,7 +1068,7 @@ struct group_runner {
         if (f.kind != direct_op::none) {
           if (pass->feeds[static_cast<std::size_t>(i)] >= 0) run_feeding(f, in, n, out, i);
           else if (pass->sub_feeds[static_cast<std::size_t>(i)] >= 0) run_sub_feeding(f, in, n, out, i);
-          else if (pass->sub_first[static_cast<std::size_t>(i)]) run_after_sub(f, in, n, out);
+          else if (pass->sub_first[static_cast<std::size_t>(i)]) run_after_sub(f, in, n, out, i);
           else if (pass->scale_first[static_cast<std::size_t>(i)] >= 0) run_scale_then(f.scale_then, i, n, out);
           else run_direct(f.fn, f, in, n, out);
           break;
@@ -1077,13 +1115,22 @@ struct group_runner {
   }
 
   // op(x - u) for a unary instruction whose argument x - u was skipped (pass_plan::sub_first).
-  void run_after_sub(const direct_op& f, const instruction& in, index_t n, void* out) {
+  void run_after_sub(const direct_op& f, const instruction& in, index_t n, void* out, int i) {
     const instruction& d = p.code()[static_cast<std::size_t>(in.args[0])];
+    const bool fetch = fetch_tile && i == pass->prefetch_by;
     auto call = [&](auto tag) {
       using T = decltype(tag);
-      reinterpret_cast<kernels::binary_tile_fn<T>>(f.after_sub)(static_cast<const T*>(ptr[static_cast<std::size_t>(d.args[0])]),
-                                                                static_cast<const T*>(ptr[static_cast<std::size_t>(d.args[1])]),
-                                                                static_cast<T*>(out), n);
+      const T* x = static_cast<const T*>(ptr[static_cast<std::size_t>(d.args[0])]);
+      const T* u = static_cast<const T*>(ptr[static_cast<std::size_t>(d.args[1])]);
+      if (fetch) {
+        const auto l = static_cast<std::size_t>(pass->prefetch_leaf);
+        const leaf_info& leaf = p.leaves()[l];
+        const auto* ahead = static_cast<const unsigned char*>(leaf.data) +
+                            (next_offsets[l] + tile_pos) * static_cast<index_t>(dtype_size(leaf.type));
+        reinterpret_cast<kernels::sub_unary_prefetch_fn<T>>(f.after_sub_prefetch)(x, u, static_cast<T*>(out), n, ahead);
+      } else {
+        reinterpret_cast<kernels::binary_tile_fn<T>>(f.after_sub)(x, u, static_cast<T*>(out), n);
+      }
     };
     if (f.f64) call(double{});
     else call(float{});
@@ -1241,16 +1288,19 @@ struct group_runner {
 
   std::vector<index_t> next_offsets;  // of group g + 1 while group g runs (prefetch_next)
   bool has_next = false;
-  // This group's rows were prefetched during the previous group (has_next then): its first
-  // pass then reads from the caches and issues no prefetches of its own, which would only
-  // fetch further rows early and compete with the previous group's fetches. Softmax
-  // 4096x4096 5.76-5.90 -> 5.22-5.82 ms, logsumexp 4.82-4.89 -> 4.53-4.72 ms (best of 21
-  // calls, alternating A/B).
+  // This group's rows were prefetched by a kernel of the previous group (has_next then, and
+  // plan::rows_prefetched_): its first pass reads them from the caches and issues no
+  // prefetches of its own, which would only fetch further rows early.
   bool fetched = false;
+  // The current tile prefetches the next group's rows, at position tile_pos of the walk.
+  bool fetch_tile = false;
+  index_t tile_pos = 0;
 
   // Into L1 (an L2 hint measured no gain: the first pass then still waits on L2 misses).
-  void prefetch_next_group(index_t pos, index_t n) const {
+  void prefetch_next_group(index_t pos, index_t n) {
+    tile_pos = pos;
     for (int l : pl.next_group_leaves_) {
+      if (l == pass->prefetch_leaf) continue;  // by pass->prefetch_by's kernel
       const leaf_info& leaf = p.leaves()[static_cast<std::size_t>(l)];
       const index_t esize = static_cast<index_t>(dtype_size(leaf.type));
       const auto* at = static_cast<const unsigned char*>(leaf.data) + (next_offsets[static_cast<std::size_t>(l)] + pos) * esize;
@@ -1262,7 +1312,7 @@ struct group_runner {
   void run_group(index_t g, bool next) {
     if (has_next) std::swap(offsets, next_offsets);  // computed for the prefetch
     else pl.group_offsets(g, offsets);
-    fetched = has_next;
+    fetched = has_next && pl.rows_prefetched_;
     has_next = next && pl.prefetches_next_;
     if (has_next) {
       next_offsets.resize(offsets.size());
@@ -1278,6 +1328,7 @@ struct group_runner {
         for (int r : pp.reducers) init_reducer(r);
         const bool fetch_next = pp.prefetch_next && has_next;
         walk([&](index_t n, index_t pos, index_t start) {
+          fetch_tile = fetch_next;
           if (fetch_next) prefetch_next_group(pos, n);
           set_reused(pp, pos);
           for (int i : pp.varying)
@@ -1303,6 +1354,7 @@ struct group_runner {
         const std::size_t esize = dtype_size(pl.dest_.type);
         const bool fetch_next = pp.prefetch_next && has_next;
         walk([&](index_t n, index_t pos, index_t start) {
+          fetch_tile = fetch_next;
           if (fetch_next) prefetch_next_group(pos, n);
           set_reused(pp, pos);
           unsigned char* d = static_cast<unsigned char*>(pl.dest_.data) + (offsets[dest_k] + start * dstride) * static_cast<index_t>(esize);

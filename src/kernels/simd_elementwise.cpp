@@ -7,6 +7,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/kernels/simd_elementwise.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
@@ -386,6 +387,35 @@ void SubUnaryTile(const T* x, const T* u, T* y, index_t n) {
   ForEachVector(d, y, n, [&](V a, V b) { return UnaryOp<kOp, kFused>(d, BinaryOp<binary_op::sub>(a, b)); },
                 Operand<false, decltype(d)>{x}, Operand<true, decltype(d)>{u});
 }
+/// SubUnaryTile that prefetches the bytes at `ahead` matching the tile's elements, one line per
+/// vector in the loop (the partial last vector's line too).
+template <unary_op kOp, bool kFused, class T>
+void SubUnaryPrefetchTile(const T* x, const T* u, T* y, index_t n, const void* ahead) {
+  const hn::ScalableTag<T> d;
+  using V = hn::Vec<decltype(d)>;
+  const auto f = [&](V a, V b) { return UnaryOp<kOp, kFused>(d, BinaryOp<binary_op::sub>(a, b)); };
+  const Operand<false, decltype(d)> px{x};
+  const Operand<true, decltype(d)> pu{u};
+  const auto* pf = static_cast<const T*>(ahead);
+  const index_t N = static_cast<index_t>(hn::Lanes(d));
+  index_t i = 0;
+  for (; i + N <= n; i += N) {
+    hwy::Prefetch(pf + i);
+    hn::StoreU(f(px.Whole(d, i), pu.Whole(d, i)), d, y + i);
+  }
+  if (i < n) {
+    hwy::Prefetch(pf + i);
+    PartialVector(d, y, i, n - i, f, px, pu);
+  }
+}
+sub_unary_prefetch_fn<float> ResolveSubUnaryPrefetchF32(unary_op op, bool fused) {
+  if (op != unary_op::exp) return nullptr;
+  return fused ? &SubUnaryPrefetchTile<unary_op::exp, true, float> : &SubUnaryPrefetchTile<unary_op::exp, false, float>;
+}
+sub_unary_prefetch_fn<double> ResolveSubUnaryPrefetchF64(unary_op op, bool fused) {
+  if (op != unary_op::exp) return nullptr;
+  return fused ? &SubUnaryPrefetchTile<unary_op::exp, true, double> : &SubUnaryPrefetchTile<unary_op::exp, false, double>;
+}
 binary_tile_fn<float> ResolveSubUnaryF32(unary_op op, bool fused) {
   if (op != unary_op::exp) return nullptr;
   return fused ? &SubUnaryTile<unary_op::exp, true, float> : &SubUnaryTile<unary_op::exp, false, float>;
@@ -516,6 +546,8 @@ HWY_EXPORT(ResolveUnarySumF32);
 HWY_EXPORT(ResolveUnarySumF64);
 HWY_EXPORT(ResolveScaleThenF32);
 HWY_EXPORT(ResolveScaleThenF64);
+HWY_EXPORT(ResolveSubUnaryPrefetchF32);
+HWY_EXPORT(ResolveSubUnaryPrefetchF64);
 HWY_EXPORT(ResolveSubUnaryF32);
 HWY_EXPORT(ResolveSubUnaryF64);
 HWY_EXPORT(ResolveSubUnarySumF32);
@@ -578,6 +610,12 @@ void simd_resolve_scale_then(bool muladd, bool cu, bool fused, bool stream, scal
 }
 void simd_resolve_scale_then(bool muladd, bool cu, bool fused, bool stream, scale_then_tile_fn<double>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveScaleThenF64)(muladd, cu, fused, stream);
+}
+void simd_resolve_sub_prefetch(unary_op op, bool fused, sub_unary_prefetch_fn<float>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveSubUnaryPrefetchF32)(op, fused);
+}
+void simd_resolve_sub_prefetch(unary_op op, bool fused, sub_unary_prefetch_fn<double>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveSubUnaryPrefetchF64)(op, fused);
 }
 void simd_resolve_sub(unary_op op, bool fused, binary_tile_fn<float>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveSubUnaryF32)(op, fused);

@@ -123,6 +123,13 @@ TEST_CASE("contract §4: reductions are bitwise identical under every executor",
   expect_same_under_every_executor<float>([&] { return ct::eval(ct::softmax(x, 0)); }, "softmax axis 0");
   expect_same_under_every_executor<double>([&] { return ct::eval(ct::layer_norm(d, -1, 1e-5)); }, "layer_norm");
   expect_same_under_every_executor<float>([&] { return ct::eval(ct::rms_norm(x, -1, 1e-6f)); }, "rms_norm");
+  // Rows over 8 KiB: the exp(x - max) kernel prefetches the next group's row as it goes, and a
+  // group whose row was fetched that way reads it without prefetching (where a range of groups
+  // starts, the first group still fetches its own).
+  auto xl = ct::random_uniform<float>({23, 3001}, 23, -3.0f, 3.0f);
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::softmax(xl, -1)); }, "softmax long rows");
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::logsumexp(xl, -1)); }, "logsumexp long rows");
+  expect_same_under_every_executor<double>([&] { return ct::eval(ct::log_softmax(d, -1)); }, "log_softmax f64 long rows");
 }
 
 TEST_CASE("contract §5: a throwing functor leaves the destination unchanged", "[scheduling][fused]") {

@@ -394,8 +394,11 @@ TEMPLATE_TEST_CASE("resolve_unary/binary/muladd/sub_unary: direct tile functions
     // exp(x - u) in one pass equals the subtraction and exp as two kernel calls, in place too,
     // over the whole exp range incl. overflow, underflow and NaN.
     CHECK(k::resolve_sub_unary<T>(unary_op::log, s) == nullptr);
+    CHECK(k::resolve_sub_unary_prefetch<T>(unary_op::log, s) == nullptr);
     const auto sub_exp = k::resolve_sub_unary<T>(unary_op::exp, s);
+    const auto sub_exp_prefetch = k::resolve_sub_unary_prefetch<T>(unary_op::exp, s);
     CHECK((sub_exp != nullptr) == simd);
+    CHECK((sub_exp_prefetch != nullptr) == simd);
     if (!sub_exp) continue;
     for (index_t n : tile_lengths()) {
       offset_buffer<T> x(n + 1), want(n), got(n);
@@ -406,6 +409,10 @@ TEMPLATE_TEST_CASE("resolve_unary/binary/muladd/sub_unary: direct tile functions
       k::unary(unary_op::exp, want.data(), want.data(), n, s);
       sub_exp(x.data(), u, got.data(), n);
       for (index_t i = 0; i < n; ++i) REQUIRE((same_bits(got[i], want[i]) || (got[i] != got[i] && want[i] != want[i])));
+      // The prefetching variant: the same values (the prefetched bytes are another buffer).
+      offset_buffer<T> other(n + 1), got_prefetch(n);
+      sub_exp_prefetch(x.data(), u, got_prefetch.data(), n, other.data());
+      for (index_t i = 0; i < n; ++i) REQUIRE((same_bits(got_prefetch[i], got[i]) || (got[i] != got[i] && got_prefetch[i] != got_prefetch[i])));
       sub_exp(x.data(), u, x.data(), n);  // in place
       for (index_t i = 0; i < n; ++i) REQUIRE((same_bits(x[i], want[i]) || (x[i] != x[i] && want[i] != want[i])));
     }
