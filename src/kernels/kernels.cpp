@@ -107,6 +107,13 @@ scale_then_tile_fn<T> resolve_scale_then(bool muladd, bool c_uniform, const sett
 }
 
 template <class T>
+unary_prefetch_fn<T> resolve_unary_prefetch(unary_op op, const settings& s) noexcept {
+  unary_prefetch_fn<T> f = nullptr;
+  if (s.backend == backend::simd) simd_resolve_prefetch(op, is_fused(s), f);
+  return f;
+}
+
+template <class T>
 sub_unary_prefetch_fn<T> resolve_sub_unary_prefetch(unary_op op, const settings& s) noexcept {
   sub_unary_prefetch_fn<T> f = nullptr;
   if (s.backend == backend::simd) simd_resolve_sub_prefetch(op, is_fused(s), f);
@@ -176,6 +183,7 @@ const char* simd_target_name() noexcept { return simd_target(); }
   template scale_then_tile_fn<T> resolve_scale_then<T>(bool, bool, const settings&, bool) noexcept;    \
   template binary_tile_fn<T> resolve_sub_unary<T>(unary_op, const settings&) noexcept;                  \
   template sub_unary_prefetch_fn<T> resolve_sub_unary_prefetch<T>(unary_op, const settings&) noexcept;  \
+  template unary_prefetch_fn<T> resolve_unary_prefetch<T>(unary_op, const settings&) noexcept;          \
   template sub_unary_sum_tile_fn<T> resolve_sub_unary_sum<T>(unary_op, const settings&) noexcept;       \
   template void sub_unary_sum<T>(sub_unary_sum_tile_fn<T>, binary_tile_fn<T>, unary_tile_fn<T>, const T*, const T*, T*, \
                                  index_t, lane_accumulator&);                                            \

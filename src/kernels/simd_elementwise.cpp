@@ -387,26 +387,45 @@ void SubUnaryTile(const T* x, const T* u, T* y, index_t n) {
   ForEachVector(d, y, n, [&](V a, V b) { return UnaryOp<kOp, kFused>(d, BinaryOp<binary_op::sub>(a, b)); },
                 Operand<false, decltype(d)>{x}, Operand<true, decltype(d)>{u});
 }
-/// SubUnaryTile that prefetches the bytes at `ahead` matching the tile's elements, one line per
-/// vector in the loop (the partial last vector's line too).
-template <unary_op kOp, bool kFused, class T>
-void SubUnaryPrefetchTile(const T* x, const T* u, T* y, index_t n, const void* ahead) {
-  const hn::ScalableTag<T> d;
-  using V = hn::Vec<decltype(d)>;
-  const auto f = [&](V a, V b) { return UnaryOp<kOp, kFused>(d, BinaryOp<binary_op::sub>(a, b)); };
-  const Operand<false, decltype(d)> px{x};
-  const Operand<true, decltype(d)> pu{u};
-  const auto* pf = static_cast<const T*>(ahead);
+/// ForEachVector that also prefetches the bytes at `ahead` matching the tile's elements, one
+/// line per vector in the loop (the partial last vector's line too).
+template <class D, class F, class... Ops>
+HWY_INLINE void ForEachVectorPrefetching(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, const void* ahead, F f,
+                                         Ops... ops) {
+  const auto* pf = static_cast<const hn::TFromD<D>*>(ahead);
   const index_t N = static_cast<index_t>(hn::Lanes(d));
   index_t i = 0;
   for (; i + N <= n; i += N) {
     hwy::Prefetch(pf + i);
-    hn::StoreU(f(px.Whole(d, i), pu.Whole(d, i)), d, y + i);
+    hn::StoreU(f(ops.Whole(d, i)...), d, y + i);
   }
   if (i < n) {
     hwy::Prefetch(pf + i);
-    PartialVector(d, y, i, n - i, f, px, pu);
+    PartialVector(d, y, i, n - i, f, ops...);
   }
+}
+
+template <unary_op kOp, bool kFused, class T>
+void SubUnaryPrefetchTile(const T* x, const T* u, T* y, index_t n, const void* ahead) {
+  const hn::ScalableTag<T> d;
+  using V = hn::Vec<decltype(d)>;
+  ForEachVectorPrefetching(
+      d, y, n, ahead, [&](V a, V b) { return UnaryOp<kOp, kFused>(d, BinaryOp<binary_op::sub>(a, b)); },
+      Operand<false, decltype(d)>{x}, Operand<true, decltype(d)>{u});
+}
+template <unary_op kOp, bool kFused, class T>
+void UnaryPrefetchTile(const T* x, T* y, index_t n, const void* ahead) {
+  const hn::ScalableTag<T> d;
+  using V = hn::Vec<decltype(d)>;
+  ForEachVectorPrefetching(d, y, n, ahead, [&](V v) { return UnaryOp<kOp, kFused>(d, v); }, Operand<false, decltype(d)>{x});
+}
+unary_prefetch_fn<float> ResolveUnaryPrefetchF32(unary_op op, bool fused) {
+  if (op != unary_op::exp) return nullptr;
+  return fused ? &UnaryPrefetchTile<unary_op::exp, true, float> : &UnaryPrefetchTile<unary_op::exp, false, float>;
+}
+unary_prefetch_fn<double> ResolveUnaryPrefetchF64(unary_op op, bool fused) {
+  if (op != unary_op::exp) return nullptr;
+  return fused ? &UnaryPrefetchTile<unary_op::exp, true, double> : &UnaryPrefetchTile<unary_op::exp, false, double>;
 }
 sub_unary_prefetch_fn<float> ResolveSubUnaryPrefetchF32(unary_op op, bool fused) {
   if (op != unary_op::exp) return nullptr;
@@ -546,6 +565,8 @@ HWY_EXPORT(ResolveUnarySumF32);
 HWY_EXPORT(ResolveUnarySumF64);
 HWY_EXPORT(ResolveScaleThenF32);
 HWY_EXPORT(ResolveScaleThenF64);
+HWY_EXPORT(ResolveUnaryPrefetchF32);
+HWY_EXPORT(ResolveUnaryPrefetchF64);
 HWY_EXPORT(ResolveSubUnaryPrefetchF32);
 HWY_EXPORT(ResolveSubUnaryPrefetchF64);
 HWY_EXPORT(ResolveSubUnaryF32);
@@ -610,6 +631,12 @@ void simd_resolve_scale_then(bool muladd, bool cu, bool fused, bool stream, scal
 }
 void simd_resolve_scale_then(bool muladd, bool cu, bool fused, bool stream, scale_then_tile_fn<double>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveScaleThenF64)(muladd, cu, fused, stream);
+}
+void simd_resolve_prefetch(unary_op op, bool fused, unary_prefetch_fn<float>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveUnaryPrefetchF32)(op, fused);
+}
+void simd_resolve_prefetch(unary_op op, bool fused, unary_prefetch_fn<double>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveUnaryPrefetchF64)(op, fused);
 }
 void simd_resolve_sub_prefetch(unary_op op, bool fused, sub_unary_prefetch_fn<float>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveSubUnaryPrefetchF32)(op, fused);

@@ -355,11 +355,17 @@ TEMPLATE_TEST_CASE("resolve_unary/binary/muladd/sub_unary: direct tile functions
       const auto f = k::resolve_unary<T>(c.op, s);
       CHECK((f != nullptr) == simd);
       if (!f) continue;
+      // The prefetching variant (exp only) gives the same bits.
+      const auto fp = k::resolve_unary_prefetch<T>(c.op, s);
+      CHECK((fp != nullptr) == (c.op == unary_op::exp));
       for (index_t n : tile_lengths()) {
-        offset_buffer<T> x(n), want(n), got(n);
+        offset_buffer<T> x(n), want(n), got(n), other(n + 1);
         for (index_t i = 0; i < n; ++i) x[i] = static_cast<T>(r.uniform(c.lo, c.hi));
         k::unary(c.op, x.data(), want.data(), n, s);
         f(x.data(), got.data(), n);
+        for (index_t i = 0; i < n; ++i) REQUIRE(same_bits(got[i], want[i]));
+        if (!fp) continue;
+        fp(x.data(), got.data(), n, other.data());
         for (index_t i = 0; i < n; ++i) REQUIRE(same_bits(got[i], want[i]));
       }
     }

@@ -161,6 +161,11 @@ template <class T>
 using sub_unary_prefetch_fn = void (*)(const T* x, const T* u, T* y, index_t n, const void* ahead);
 template <class T>
 sub_unary_prefetch_fn<T> resolve_sub_unary_prefetch(unary_op op, const settings& s) noexcept;
+/// resolve_unary's function for op, prefetching as resolve_sub_unary_prefetch's does (exp only).
+template <class T>
+using unary_prefetch_fn = void (*)(const T* x, T* y, index_t n, const void* ahead);
+template <class T>
+unary_prefetch_fn<T> resolve_unary_prefetch(unary_op op, const settings& s) noexcept;
 
 /// d[i] = x[i] - u[0] written out, and op(d[i]) fed to a lane-wise sum, in one pass:
 /// sub_unary_sum(fn, sub, plain, x, u, d, n, acc) leaves d and acc bitwise as
