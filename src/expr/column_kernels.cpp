@@ -47,11 +47,14 @@ HWY_INLINE void AddRowsOfColumns(double* HWY_RESTRICT acc, const T* HWY_RESTRICT
   constexpr index_t R = 8;
   for (; r + R <= rows; r += R) {
     const T* x0 = x + r * stride;
-    // The rows after these, so that the next round finds them in cache.
-    for (index_t b = 0; b < n * static_cast<index_t>(sizeof(T)); b += 64)
-      for (index_t k = R; k < 2 * R; ++k) __builtin_prefetch(reinterpret_cast<const unsigned char*>(x0 + k * stride) + b);
     index_t j = 0;
     for (; j + N <= n; j += N) {
+      // The rows after these, so that the next round finds them in cache: one line of each
+      // per line read here. A burst of all their lines before the round mostly got dropped
+      // (few miss buffers): sum over axis 0 of 4096x4096 f32 2.04-2.10 -> 1.87-2.07 ms (best
+      // of 31, eight alternations); no software prefetch at all: 2.2-2.4 ms.
+      if (((j * static_cast<index_t>(sizeof(T))) & 63) == 0)
+        for (index_t k = R; k < 2 * R; ++k) __builtin_prefetch(x0 + k * stride + j);
       auto a = hn::LoadU(d, acc + j);
       HWY_UNROLL(8)
       for (index_t k = 0; k < R; ++k) a = hn::Add(a, load(x0 + k * stride + j));
