@@ -1118,8 +1118,9 @@ struct group_runner {
   }
 
   // One step of the current pass over a tile of n elements at walk position pos (start: its
-  // offset within the innermost merged axis): exec_instruction without the per-tile lookups.
-  void exec_step(const pass_plan::step& st, index_t n, index_t pos, index_t start) {
+  // offset within the innermost merged axis). out: where the result goes instead of the step's
+  // own tile (the destination, for the output pass's root), or nullptr.
+  void exec_step(const pass_plan::step& st, index_t n, index_t pos, index_t start, void* out = nullptr) {
     const auto ui = static_cast<std::size_t>(st.i);
     if (st.kind == pass_plan::step::load_in_place) {
       const unsigned char* at = static_cast<const unsigned char*>(p.leaves()[static_cast<std::size_t>(st.leaf)].data) +
@@ -1128,7 +1129,7 @@ struct group_runner {
       ptr[ui] = const_cast<unsigned char*>(at);
       return;
     }
-    void* out = st.has_out ? scratch + st.out_at + static_cast<std::size_t>(pos * st.out_step) : nullptr;
+    if (out == nullptr && st.has_out) out = scratch + st.out_at + static_cast<std::size_t>(pos * st.out_step);
     const direct_op& f = pl.direct_[ui];
     const instruction& in = p.code()[ui];
     switch (st.kind) {
@@ -1145,48 +1146,19 @@ struct group_runner {
     ptr[ui] = out;
   }
 
+  // The general path: a uniform instruction (n = 1, pos = 0), a gathered load, or an operation
+  // without a direct tile function (integer, bool, comparisons, casts, ct::map, pow).
   void exec_instruction(int i, index_t n, void* out, index_t pos) {
     const instruction& in = p.code()[static_cast<std::size_t>(i)];
-    switch (in.op) {
-      case opcode::load:
-        if (uni[static_cast<std::size_t>(i)]) {
-          pl.load_tile(i, offsets, 0, 1, out);
-        } else {
-          // Zero copy when the tile is contiguous in the operand.
-          const leaf_info& leaf = p.leaves()[static_cast<std::size_t>(in.leaf)];
-          if (pl.walk_.back().strides[static_cast<std::size_t>(in.leaf)] == 1) {
-            const index_t esize = static_cast<index_t>(dtype_size(leaf.type));
-            auto* at = const_cast<unsigned char*>(static_cast<const unsigned char*>(leaf.data)) +
-                       (offsets[static_cast<std::size_t>(in.leaf)] + pos) * esize;
-            if (pass->prefetch[static_cast<std::size_t>(i)] && !pass->streamed[static_cast<std::size_t>(i)] && !fetched)
-              prefetch_ahead(at, n * esize);
-            ptr[static_cast<std::size_t>(i)] = at;
-            return;
-          }
-          pl.load_tile(i, offsets, pos, n, out);
-        }
-        break;
-      default: {
-        const direct_op& f = pl.direct_[static_cast<std::size_t>(i)];
-        if (f.kind == direct_op::one_value) {
-          const void* a = ptr[static_cast<std::size_t>(in.args[0])];
-          const void* b = in.args[1] >= 0 ? ptr[static_cast<std::size_t>(in.args[1])] : a;
-          if (f.f64) *static_cast<double*>(out) = one_value(in, static_cast<const double*>(a), static_cast<const double*>(b));
-          else *static_cast<float*>(out) = one_value(in, static_cast<const float*>(a), static_cast<const float*>(b));
-          break;
-        }
-        if (f.kind != direct_op::none) {
-          if (pass->feeds[static_cast<std::size_t>(i)] >= 0) run_feeding(f, in, n, out, i);
-          else if (pass->sub_feeds[static_cast<std::size_t>(i)] >= 0) run_sub_feeding(f, in, n, out, i);
-          else if (pass->sub_first[static_cast<std::size_t>(i)]) run_after_sub(f, in, n, out, i);
-          else if (pass->scale_first[static_cast<std::size_t>(i)] >= 0) run_scale_then(f.scale_then, i, n, out);
-          else if (fetch_tile && i == pass->prefetch_by) run_prefetching(f, in, n, out);
-          else run_direct(f.fn, f, in, n, out);
-          break;
-        }
-        pl.exec_op(i, n, ptr.data(), uni.data(), out, s);
-        break;
-      }
+    if (in.op == opcode::load) {
+      pl.load_tile(i, offsets, uni[static_cast<std::size_t>(i)] ? 0 : pos, uni[static_cast<std::size_t>(i)] ? 1 : n, out);
+    } else if (const direct_op& f = pl.direct_[static_cast<std::size_t>(i)]; f.kind == direct_op::one_value) {
+      const void* a = ptr[static_cast<std::size_t>(in.args[0])];
+      const void* b = in.args[1] >= 0 ? ptr[static_cast<std::size_t>(in.args[1])] : a;
+      if (f.f64) *static_cast<double*>(out) = one_value(in, static_cast<const double*>(a), static_cast<const double*>(b));
+      else *static_cast<float*>(out) = one_value(in, static_cast<const float*>(a), static_cast<const float*>(b));
+    } else {
+      pl.exec_op(i, n, ptr.data(), uni.data(), out, s);
     }
     ptr[static_cast<std::size_t>(i)] = out;
   }
@@ -1501,8 +1473,10 @@ struct group_runner {
               ptr[static_cast<std::size_t>(i)] = d;
               continue;
             }
-            const bool direct = i == pl.root_ && dstride == 1 && !pl.stream_ && p.code()[static_cast<std::size_t>(i)].op != opcode::load;
-            exec_instruction(i, n, direct ? d : output(pp, i, ps, pos), start);
+            // Straight into the destination when it is contiguous along the walk (a load read in
+            // place is copied below instead; streamed results go out through stream_copy).
+            const bool direct = dstride == 1 && !pl.stream_ && st.kind != pass_plan::step::load_in_place;
+            exec_step(st, n, pos, start, direct ? d : nullptr);
           }
           const unsigned char* r = static_cast<const unsigned char*>(ptr[static_cast<std::size_t>(pl.root_)]);
           if (r == d) return;
@@ -1525,11 +1499,6 @@ struct group_runner {
   }
   void set_reused(const pass_plan& pp, index_t pos) {
     for (int i : pp.reused) ptr[static_cast<std::size_t>(i)] = cached(i, pos);
-  }
-  // Where instruction i of pass ps writes its tile: the row cache if a later pass reuses it.
-  void* output(const pass_plan& pp, int i, std::size_t ps, index_t pos) const {
-    if (pl.cache_store_pass_[static_cast<std::size_t>(i)] == static_cast<int>(ps)) return cached(i, pos);
-    return slot(pp, i);
   }
   void* slot(const pass_plan& pp, int i) const {
     int s = pp.slot[static_cast<std::size_t>(i)];

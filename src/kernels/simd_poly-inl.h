@@ -122,6 +122,7 @@ HWY_INLINE hn::Vec<D> Pow2(D d, hn::Vec<D> k) {
 /// splits it into two factors whose first product stays exact. When every lane's k is moderate
 /// one factor suffices; the callers' products are then normal, hence exact either way, so both
 /// paths give the same bits.
+#undef CT_KERNELS_HAVE_SCALEF  // this header is read once per Highway target
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 #define CT_KERNELS_HAVE_SCALEF 1
 #else
