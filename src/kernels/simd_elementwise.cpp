@@ -61,8 +61,11 @@ HWY_INLINE void PartialVector(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t i, ind
 /// non-temporal stores (the lanes before it go through a padded vector too): the same values,
 /// without reading y's cache lines first. The caller fences (hwy::FlushStream) before anyone
 /// else reads y.
-template <bool kStream = false, class D, class F, class... Ops>
-HWY_INLINE void ForEachVector(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, F f, Ops... ops) {
+/// kPrefetch: each vector also prefetches the matching elements of `ahead` (another buffer of
+/// the same type, e.g. the next row), so the prefetches are spread over the loop.
+template <bool kStream, bool kPrefetch, class D, class F, class... Ops>
+HWY_INLINE void ForEachVectorImpl(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, const hn::TFromD<D>* ahead, F f,
+                                  Ops... ops) {
   using T = hn::TFromD<D>;
   const index_t N = static_cast<index_t>(hn::Lanes(d));
   index_t i = 0;
@@ -72,11 +75,30 @@ HWY_INLINE void ForEachVector(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, F f
     if (addr % sizeof(T) == 0) {
       const index_t head = std::min(n, static_cast<index_t>((bytes - addr % bytes) % bytes / sizeof(T)));
       if (head > 0) PartialVector(d, y, 0, head, f, ops...);
-      for (i = head; i + N <= n; i += N) hn::Stream(f(ops.Whole(d, i)...), d, y + i);
+      for (i = head; i + N <= n; i += N) {
+        if constexpr (kPrefetch) hwy::Prefetch(ahead + i);
+        hn::Stream(f(ops.Whole(d, i)...), d, y + i);
+      }
     }
   }
-  for (; i + N <= n; i += N) hn::StoreU(f(ops.Whole(d, i)...), d, y + i);
-  if (i < n) PartialVector(d, y, i, n - i, f, ops...);
+  for (; i + N <= n; i += N) {
+    if constexpr (kPrefetch) hwy::Prefetch(ahead + i);
+    hn::StoreU(f(ops.Whole(d, i)...), d, y + i);
+  }
+  if (i < n) {
+    if constexpr (kPrefetch) hwy::Prefetch(ahead + i);
+    PartialVector(d, y, i, n - i, f, ops...);
+  }
+  (void)ahead;  // unused without kPrefetch
+}
+template <bool kStream = false, class D, class F, class... Ops>
+HWY_INLINE void ForEachVector(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, F f, Ops... ops) {
+  ForEachVectorImpl<kStream, false>(d, y, n, nullptr, f, ops...);
+}
+template <class D, class F, class... Ops>
+HWY_INLINE void ForEachVectorPrefetching(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, const void* ahead, F f,
+                                         Ops... ops) {
+  ForEachVectorImpl<false, true>(d, y, n, static_cast<const hn::TFromD<D>*>(ahead), f, ops...);
 }
 
 // ---- unary ---------------------------------------------------------------------------------
@@ -387,24 +409,7 @@ void SubUnaryTile(const T* x, const T* u, T* y, index_t n) {
   ForEachVector(d, y, n, [&](V a, V b) { return UnaryOp<kOp, kFused>(d, BinaryOp<binary_op::sub>(a, b)); },
                 Operand<false, decltype(d)>{x}, Operand<true, decltype(d)>{u});
 }
-/// ForEachVector that also prefetches the bytes at `ahead` matching the tile's elements, one
-/// line per vector in the loop (the partial last vector's line too).
-template <class D, class F, class... Ops>
-HWY_INLINE void ForEachVectorPrefetching(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, const void* ahead, F f,
-                                         Ops... ops) {
-  const auto* pf = static_cast<const hn::TFromD<D>*>(ahead);
-  const index_t N = static_cast<index_t>(hn::Lanes(d));
-  index_t i = 0;
-  for (; i + N <= n; i += N) {
-    hwy::Prefetch(pf + i);
-    hn::StoreU(f(ops.Whole(d, i)...), d, y + i);
-  }
-  if (i < n) {
-    hwy::Prefetch(pf + i);
-    PartialVector(d, y, i, n - i, f, ops...);
-  }
-}
-
+/// SubUnaryTile and UnaryOpTile that also prefetch `ahead` as they go.
 template <unary_op kOp, bool kFused, class T>
 void SubUnaryPrefetchTile(const T* x, const T* u, T* y, index_t n, const void* ahead) {
   const hn::ScalableTag<T> d;
