@@ -208,6 +208,9 @@ struct pass_plan {
   struct step {
     enum kind_t : std::uint8_t { load_in_place, direct, feeding, sub_feeding, after_sub, scale_then, general } kind = general;
     int i = 0;
+    // direct / scale_then: the tile function (for the root of a streamed result, its variant
+    // with non-temporal stores, plan::root_stream_)
+    void (*fn)() = nullptr;
     // load_in_place: the operand (leaf), its element size, and whether to prefetch ahead
     int leaf = 0;
     index_t esize = 0;
@@ -282,7 +285,6 @@ class plan {
     for (int ps = 0; ps <= reduce_passes_; ++ps) plan_pass(ps);
     plan_prefetch();
     plan_fused_feeds();
-    plan_kernel_prefetch();
     if (column_ && walk_.size() == 1)
       for (pass_plan& pp : passes_) pp.column_sums = column_sums_only(pp);
     reducer_index_.assign(static_cast<std::size_t>(n), -1);
@@ -299,6 +301,7 @@ class plan {
     cache_at_ = static_cast<std::size_t>(max_slots) * slot_bytes_;
     if (!column_)
       for (std::size_t ps = 0; ps < passes_.size(); ++ps) plan_steps(ps);
+    plan_kernel_prefetch();
     const std::size_t state_bytes = column_ ? static_cast<std::size_t>(block_) * sizeof(column_state) : sizeof(reducer_state);
     scratch_bytes_ = cache_at_ + cache_bytes_ + static_cast<std::size_t>(n) * static_cast<std::size_t>(block_) * 8 +
                      static_cast<std::size_t>(reducers_) * state_bytes + 64;
@@ -831,14 +834,12 @@ void plan::plan_kernel_prefetch() {
   pass_plan& pp = passes_[1];
   for (int l : next_group_leaves_) {
     const index_t esize = static_cast<index_t>(dtype_size(p_.leaves()[static_cast<std::size_t>(l)].type));
-    for (int i : pp.varying) {
-      const instruction& in = p_.code()[static_cast<std::size_t>(i)];
-      const direct_op& f = direct_[static_cast<std::size_t>(i)];
-      const bool plain = f.kind == direct_op::unary && !pp.sub_first[static_cast<std::size_t>(i)] &&
-                         pp.feeds[static_cast<std::size_t>(i)] < 0 && !pp.skip[static_cast<std::size_t>(i)];
-      if (((pp.sub_first[static_cast<std::size_t>(i)] && f.after_sub_prefetch != nullptr) || (plain && f.fn_prefetch != nullptr)) &&
-          static_cast<index_t>(dtype_size(in.type)) == esize) {
-        pp.prefetch_by = i;
+    for (const pass_plan::step& st : pp.steps) {
+      const direct_op& f = direct_[static_cast<std::size_t>(st.i)];
+      const bool can = (st.kind == pass_plan::step::after_sub && f.after_sub_prefetch != nullptr) ||
+                       (st.kind == pass_plan::step::direct && f.kind == direct_op::unary && f.fn_prefetch != nullptr);
+      if (can && static_cast<index_t>(dtype_size(p_.code()[static_cast<std::size_t>(st.i)].type)) == esize) {
+        pp.prefetch_by = st.i;
         pp.prefetch_leaf = l;
         break;
       }
@@ -880,6 +881,8 @@ void plan::plan_steps(std::size_t ps) {
       else if (pp.sub_first[ui]) st.kind = pass_plan::step::after_sub;
       else if (pp.scale_first[ui] >= 0) st.kind = pass_plan::step::scale_then;
       else st.kind = pass_plan::step::direct;
+      st.fn = st.kind == pass_plan::step::scale_then ? f.scale_then : f.fn;
+      if (i == root_ && root_stream_ != nullptr) st.fn = root_stream_;
     }
     pp.steps.push_back(st);
   }
@@ -1135,12 +1138,12 @@ struct group_runner {
     switch (st.kind) {
       case pass_plan::step::direct:
         if (fetch_tile && st.i == pass->prefetch_by) run_prefetching(f, in, n, out);
-        else run_direct(f.fn, f, in, n, out);
+        else run_direct(st.fn, f, in, n, out);
         break;
       case pass_plan::step::feeding: run_feeding(f, in, n, out, st.i); break;
       case pass_plan::step::sub_feeding: run_sub_feeding(f, in, n, out, st.i); break;
       case pass_plan::step::after_sub: run_after_sub(f, in, n, out, st.i); break;
-      case pass_plan::step::scale_then: run_scale_then(f.scale_then, st.i, n, out); break;
+      case pass_plan::step::scale_then: run_scale_then(st.fn, st.i, n, out); break;
       default: exec_instruction(st.i, n, out, start); return;
     }
     ptr[ui] = out;
@@ -1163,7 +1166,7 @@ struct group_runner {
     ptr[static_cast<std::size_t>(i)] = out;
   }
 
-  // fn: f.fn, or the root's streaming variant (plan::root_stream_).
+  // fn: f.fn, or the root's streaming variant (pass_plan::step::fn).
   void run_direct(void (*fn)(), const direct_op& f, const instruction& in, index_t n, void* out) {
     auto call = [&](auto tag) {
       using T = decltype(tag);
@@ -1279,11 +1282,16 @@ struct group_runner {
     st.bvalue = op == reduce_op::all;
   }
 
-  void feed_reducer(int i, const void* x, index_t n, index_t pos) {
-    const instruction& in = p.code()[static_cast<std::size_t>(i)];
-    const bool streamed = pass->streamed[static_cast<std::size_t>(in.args[0])] != 0 && !fetched;
-    reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(i)]];
-    const dtype at = p.code()[static_cast<std::size_t>(in.args[0])].type;
+  void feed_reducer(const pass_plan::feed& fd, const void* x, index_t n, index_t pos) {
+    const instruction& in = p.code()[static_cast<std::size_t>(fd.r)];
+    const bool streamed = pass->streamed[static_cast<std::size_t>(fd.a)] != 0 && !fetched;
+    reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(fd.r)]];
+    const dtype at = p.code()[static_cast<std::size_t>(fd.a)].type;
+    if (fd.sum) {  // the common case, without the type and operation switches below
+      if (at == dtype::f32) kernels::sum_accumulate(st.lanes, static_cast<const float*>(x), n, s, streamed);
+      else kernels::sum_accumulate(st.lanes, static_cast<const double*>(x), n, s, streamed);
+      return;
+    }
     auto op = static_cast<reduce_op>(in.sub);
     with_type(at, [&](auto tag) {
       using T = decltype(tag);
@@ -1425,9 +1433,7 @@ struct group_runner {
         for (int r : pp.reducers) init_reducer(r);
         const bool fetch_next = pp.prefetch_next && has_next;
         walk([&](index_t n, index_t pos, index_t start) {
-          fetch_tile = fetch_next;
-          if (fetch_next) prefetch_next_group(pos, n);
-          set_reused(pp, pos);
+          start_tile(pp, fetch_next, pos, n);
           for (const pass_plan::step& st : pp.steps) exec_step(st, n, pos, start);
           for (const pass_plan::feed& fd : pp.feeds_list) {
             const void* x = ptr[static_cast<std::size_t>(fd.a)];
@@ -1438,16 +1444,8 @@ struct group_runner {
                 std::fill(t, t + n, *static_cast<const T*>(x));
                 x = t;
               });
-            } else if (fd.sum) {  // the common case, without the type and operation switches
-              reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(fd.r)]];
-              const bool streamed = pp.streamed[static_cast<std::size_t>(fd.a)] != 0 && !fetched;
-              if (p.code()[static_cast<std::size_t>(fd.a)].type == dtype::f32)
-                kernels::sum_accumulate(st.lanes, static_cast<const float*>(x), n, s, streamed);
-              else
-                kernels::sum_accumulate(st.lanes, static_cast<const double*>(x), n, s, streamed);
-              continue;
             }
-            feed_reducer(fd.r, x, n, pos);
+            feed_reducer(fd, x, n, pos);
           }
         });
         for (int r : pp.reducers) finish_reducer(r);
@@ -1456,9 +1454,7 @@ struct group_runner {
         const std::size_t esize = dtype_size(pl.dest_.type);
         const bool fetch_next = pp.prefetch_next && has_next;
         walk([&](index_t n, index_t pos, index_t start) {
-          fetch_tile = fetch_next;
-          if (fetch_next) prefetch_next_group(pos, n);
-          set_reused(pp, pos);
+          start_tile(pp, fetch_next, pos, n);
           unsigned char* d = static_cast<unsigned char*>(pl.dest_.data) + (offsets[dest_k] + start * dstride) * static_cast<index_t>(esize);
           for (const pass_plan::step& st : pp.steps) {
             const int i = st.i;
@@ -1466,16 +1462,11 @@ struct group_runner {
               exec_step(st, n, pos, start);
               continue;
             }
-            if (dstride == 1 && pl.root_stream_ != nullptr) {
-              const instruction& in = p.code()[static_cast<std::size_t>(i)];
-              if (pp.scale_first[static_cast<std::size_t>(i)] >= 0) run_scale_then(pl.root_stream_, i, n, d);
-              else run_direct(pl.root_stream_, pl.direct_[static_cast<std::size_t>(i)], in, n, d);
-              ptr[static_cast<std::size_t>(i)] = d;
-              continue;
-            }
             // Straight into the destination when it is contiguous along the walk (a load read in
-            // place is copied below instead; streamed results go out through stream_copy).
-            const bool direct = dstride == 1 && !pl.stream_ && st.kind != pass_plan::step::load_in_place;
+            // place is copied below instead; a streamed result goes out through stream_copy
+            // unless the root's own kernel streams, plan::root_stream_).
+            const bool direct = dstride == 1 && (!pl.stream_ || pl.root_stream_ != nullptr) &&
+                                st.kind != pass_plan::step::load_in_place;
             exec_step(st, n, pos, start, direct ? d : nullptr);
           }
           const unsigned char* r = static_cast<const unsigned char*>(ptr[static_cast<std::size_t>(pl.root_)]);
@@ -1497,7 +1488,11 @@ struct group_runner {
     return scratch + pl.cache_at_ + pl.cache_offset_[static_cast<std::size_t>(i)] +
            static_cast<std::size_t>(pos) * dtype_size(p.code()[static_cast<std::size_t>(i)].type);
   }
-  void set_reused(const pass_plan& pp, index_t pos) {
+  // Before a tile's steps: the next group's prefetch (when this pass does it) and the row-cache
+  // values computed by earlier passes.
+  void start_tile(const pass_plan& pp, bool fetch_next, index_t pos, index_t n) {
+    fetch_tile = fetch_next;
+    if (fetch_next) prefetch_next_group(pos, n);
     for (int i : pp.reused) ptr[static_cast<std::size_t>(i)] = cached(i, pos);
   }
   void* slot(const pass_plan& pp, int i) const {
