@@ -219,6 +219,20 @@ struct pass_plan {
     bool has_out = false;
     std::size_t out_at = 0;
     index_t out_step = 0;
+    // Kernel steps (direct .. scale_then), all decided here so a tile costs a switch and a call:
+    // the operands (instruction indices, -1: none) in the order the kernel takes them — direct:
+    // the arguments; after_sub / sub_feeding: x and u of the skipped x - u; scale_then: x, u, w
+    // and c; feeding: the argument —, the arity of a direct step, the element type, the fed
+    // reducer's state, and second / third functions: the prefetching variant (direct,
+    // after_sub), the sum kernel (feeding: with or without storing the tile; sub_feeding: the
+    // square's), and the square's plain tile function for sub_feeding's head and tail.
+    int a[4] = {-1, -1, -1, -1};
+    std::uint8_t arity = 0;
+    bool f64 = false;
+    bool store = true;  // feeding: the tile is needed besides the sum
+    int state = -1;
+    void (*fn2)() = nullptr;
+    void (*fn3)() = nullptr;
   };
   std::vector<step> steps;
   // Reducers fed per tile by the runner (not by their argument's kernel).
@@ -226,6 +240,8 @@ struct pass_plan {
     int r = 0, a = 0;            // the reducer and its argument
     bool uniform_arg = false;    // the argument is one value: repeated along the tile first
     bool sum = false;            // a float or double sum: straight to the lane kernel
+    void (*bulk)() = nullptr;    // sum: kernels::resolve_sum(false) (nullptr: the scalar backend)
+    void (*bulk_streamed)() = nullptr;  // sum: kernels::resolve_sum(true)
   };
   std::vector<feed> feeds_list;
 };
@@ -288,8 +304,16 @@ class plan {
     if (column_ && walk_.size() == 1)
       for (pass_plan& pp : passes_) pp.column_sums = column_sums_only(pp);
     reducer_index_.assign(static_cast<std::size_t>(n), -1);
-    for (int i = 0; i < n; ++i)
-      if (code[static_cast<std::size_t>(i)].op == opcode::reduce) reducer_index_[static_cast<std::size_t>(i)] = reducers_++;
+    float_sum_.assign(static_cast<std::size_t>(n), 0);
+    for (int i = 0; i < n; ++i) {
+      const instruction& in = code[static_cast<std::size_t>(i)];
+      if (in.op != opcode::reduce) continue;
+      reducer_index_[static_cast<std::size_t>(i)] = reducers_++;
+      const dtype at = code[static_cast<std::size_t>(in.args[0])].type;
+      float_sum_[static_cast<std::size_t>(i)] = in.sub == static_cast<std::uint8_t>(reduce_op::sum) &&
+                                                (at == dtype::f32 || at == dtype::f64) &&
+                                                (in.type == dtype::f32 || in.type == dtype::f64);
+    }
     int max_slots = 0;
     for (auto& ps : passes_) max_slots = std::max(max_slots, ps.slots);
     tile_ = column_ ? 1 : std::min<index_t>(max_tile, std::max<index_t>(1, walk_.back().extent));
@@ -436,6 +460,7 @@ class plan {
   bool rows_prefetched_ = false;
   std::vector<int> level_;
   std::vector<int> reducer_index_;
+  std::vector<char> float_sum_;  // a sum of float or double into float or double: lanes only
   int reducers_ = 0;
   int reduce_passes_ = 0;
   bool root_uniform_ = false;
@@ -876,12 +901,42 @@ void plan::plan_steps(std::size_t ps) {
         st.burst = pp.prefetch[ui] && !pp.streamed[ui];
       }
     } else if (f.kind != direct_op::none && f.kind != direct_op::one_value) {
-      if (pp.feeds[ui] >= 0) st.kind = pass_plan::step::feeding;
-      else if (pp.sub_feeds[ui] >= 0) st.kind = pass_plan::step::sub_feeding;
-      else if (pp.sub_first[ui]) st.kind = pass_plan::step::after_sub;
-      else if (pp.scale_first[ui] >= 0) st.kind = pass_plan::step::scale_then;
-      else st.kind = pass_plan::step::direct;
-      st.fn = st.kind == pass_plan::step::scale_then ? f.scale_then : f.fn;
+      using step = pass_plan::step;
+      st.f64 = f.f64;
+      st.fn = f.fn;
+      for (std::size_t k = 0; k < 3; ++k) st.a[k] = in.args[k];
+      if (pp.feeds[ui] >= 0) {
+        st.kind = step::feeding;
+        st.store = pp.feed_store[ui] != 0;
+        st.fn2 = st.store ? f.sum_store : f.sum_only;
+        st.state = reducer_index_[static_cast<std::size_t>(pp.feeds[ui])];
+      } else if (pp.sub_feeds[ui] >= 0) {
+        st.kind = step::sub_feeding;
+        const auto sq = static_cast<std::size_t>(pp.sub_feeds[ui]);
+        st.fn2 = direct_[sq].sum_after_sub;
+        st.fn3 = direct_[sq].fn;
+        st.state = reducer_index_[static_cast<std::size_t>(pp.feeds[sq])];
+      } else if (pp.sub_first[ui]) {
+        st.kind = step::after_sub;
+        const instruction& d = code[static_cast<std::size_t>(in.args[0])];
+        st.a[0] = d.args[0];
+        st.a[1] = d.args[1];
+        st.fn = f.after_sub;
+        st.fn2 = f.after_sub_prefetch;
+      } else if (pp.scale_first[ui] >= 0) {
+        st.kind = step::scale_then;
+        const int t_pos = pp.scale_first[ui] % 2, u_pos = pp.scale_first[ui] / 2;
+        const instruction& m = code[static_cast<std::size_t>(in.args[t_pos])];
+        st.a[0] = m.args[1 - u_pos];
+        st.a[1] = m.args[u_pos];
+        st.a[2] = in.args[1 - t_pos];
+        st.a[3] = in.op == opcode::muladd ? in.args[2] : -1;
+        st.fn = f.scale_then;
+      } else {
+        st.kind = step::direct;
+        st.arity = f.kind == direct_op::unary ? 1 : f.kind == direct_op::binary ? 2 : 3;
+        st.fn2 = f.fn_prefetch;
+      }
       if (i == root_ && root_stream_ != nullptr) st.fn = root_stream_;
     }
     pp.steps.push_back(st);
@@ -895,6 +950,16 @@ void plan::plan_steps(std::size_t ps) {
     const dtype at = code[static_cast<std::size_t>(fd.a)].type;
     fd.sum = code[static_cast<std::size_t>(r)].sub == static_cast<std::uint8_t>(reduce_op::sum) &&
              (at == dtype::f32 || at == dtype::f64);
+    if (fd.sum) {
+      const settings s = current_settings();
+      if (at == dtype::f32) {
+        fd.bulk = reinterpret_cast<void (*)()>(kernels::resolve_sum<float>(false, s));
+        fd.bulk_streamed = reinterpret_cast<void (*)()>(kernels::resolve_sum<float>(true, s));
+      } else {
+        fd.bulk = reinterpret_cast<void (*)()>(kernels::resolve_sum<double>(false, s));
+        fd.bulk_streamed = reinterpret_cast<void (*)()>(kernels::resolve_sum<double>(true, s));
+      }
+    }
     pp.feeds_list.push_back(fd);
   }
 }
@@ -1133,20 +1198,49 @@ struct group_runner {
       return;
     }
     if (out == nullptr && st.has_out) out = scratch + st.out_at + static_cast<std::size_t>(pos * st.out_step);
-    const direct_op& f = pl.direct_[ui];
-    const instruction& in = p.code()[ui];
-    switch (st.kind) {
-      case pass_plan::step::direct:
-        if (fetch_tile && st.i == pass->prefetch_by) run_prefetching(f, in, n, out);
-        else run_direct(st.fn, f, in, n, out);
-        break;
-      case pass_plan::step::feeding: run_feeding(f, in, n, out, st.i); break;
-      case pass_plan::step::sub_feeding: run_sub_feeding(f, in, n, out, st.i); break;
-      case pass_plan::step::after_sub: run_after_sub(f, in, n, out, st.i); break;
-      case pass_plan::step::scale_then: run_scale_then(st.fn, st.i, n, out); break;
-      default: exec_instruction(st.i, n, out, start); return;
+    if (st.kind == pass_plan::step::general) {
+      exec_instruction(st.i, n, out, start);
+      return;
     }
+    if (st.f64) run_kernel<double>(st, n, out);
+    else run_kernel<float>(st, n, out);
     ptr[ui] = out;
+  }
+
+  // A kernel step (pass_plan::step: direct .. scale_then) over a tile of n elements into out.
+  template <class T>
+  void run_kernel(const pass_plan::step& st, index_t n, void* out) {
+    using step = pass_plan::step;
+    const auto a = [&](int k) { return st.a[k] < 0 ? nullptr : static_cast<const T*>(ptr[static_cast<std::size_t>(st.a[k])]); };
+    T* y = static_cast<T*>(out);
+    const bool fetch = fetch_tile && st.i == pass->prefetch_by;
+    switch (st.kind) {
+      case step::direct:
+        if (fetch) reinterpret_cast<kernels::unary_prefetch_fn<T>>(st.fn2)(a(0), y, n, next_row_ahead());
+        else if (st.arity == 1) reinterpret_cast<kernels::unary_tile_fn<T>>(st.fn)(a(0), y, n);
+        else if (st.arity == 2) reinterpret_cast<kernels::binary_tile_fn<T>>(st.fn)(a(0), a(1), y, n);
+        else reinterpret_cast<kernels::muladd_tile_fn<T>>(st.fn)(a(0), a(1), a(2), y, n);
+        break;
+      case step::feeding:
+        kernels::unary_sum<T>(reinterpret_cast<kernels::unary_sum_tile_fn<T>>(st.fn2),
+                              reinterpret_cast<kernels::unary_tile_fn<T>>(st.fn), a(0), st.store ? y : nullptr, n,
+                              states[st.state].lanes);
+        break;
+      case step::sub_feeding:
+        kernels::sub_unary_sum<T>(reinterpret_cast<kernels::sub_unary_sum_tile_fn<T>>(st.fn2),
+                                  reinterpret_cast<kernels::binary_tile_fn<T>>(st.fn),
+                                  reinterpret_cast<kernels::unary_tile_fn<T>>(st.fn3), a(0), a(1), y, n,
+                                  states[st.state].lanes);
+        break;
+      case step::after_sub:
+        if (fetch) reinterpret_cast<kernels::sub_unary_prefetch_fn<T>>(st.fn2)(a(0), a(1), y, n, next_row_ahead());
+        else reinterpret_cast<kernels::binary_tile_fn<T>>(st.fn)(a(0), a(1), y, n);
+        break;
+      case step::scale_then:
+        reinterpret_cast<kernels::scale_then_tile_fn<T>>(st.fn)(a(0), a(1), a(2), a(3), y, n);
+        break;
+      default: break;
+    }
   }
 
   // The general path: a uniform instruction (n = 1, pos = 0), a gathered load, or an operation
@@ -1166,20 +1260,6 @@ struct group_runner {
     ptr[static_cast<std::size_t>(i)] = out;
   }
 
-  // fn: f.fn, or the root's streaming variant (pass_plan::step::fn).
-  void run_direct(void (*fn)(), const direct_op& f, const instruction& in, index_t n, void* out) {
-    auto call = [&](auto tag) {
-      using T = decltype(tag);
-      const auto a = [&](int k) { return static_cast<const T*>(ptr[static_cast<std::size_t>(in.args[k])]); };
-      T* y = static_cast<T*>(out);
-      if (f.kind == direct_op::unary) reinterpret_cast<kernels::unary_tile_fn<T>>(fn)(a(0), y, n);
-      else if (f.kind == direct_op::binary) reinterpret_cast<kernels::binary_tile_fn<T>>(fn)(a(0), a(1), y, n);
-      else reinterpret_cast<kernels::muladd_tile_fn<T>>(fn)(a(0), a(1), a(2), y, n);
-    };
-    if (f.f64) call(double{});
-    else call(float{});
-  }
-
   // The next group's row of pass->prefetch_leaf, at the current tile's position.
   const void* next_row_ahead() const {
     const auto l = static_cast<std::size_t>(pass->prefetch_leaf);
@@ -1187,91 +1267,13 @@ struct group_runner {
     return static_cast<const unsigned char*>(leaf.data) + (next_offsets[l] + tile_pos) * static_cast<index_t>(dtype_size(leaf.type));
   }
 
-  // A unary tile that prefetches the next group's row as it goes (pass_plan::prefetch_by).
-  void run_prefetching(const direct_op& f, const instruction& in, index_t n, void* out) {
-    auto call = [&](auto tag) {
-      using T = decltype(tag);
-      reinterpret_cast<kernels::unary_prefetch_fn<T>>(f.fn_prefetch)(static_cast<const T*>(ptr[static_cast<std::size_t>(in.args[0])]),
-                                                                      static_cast<T*>(out), n, next_row_ahead());
-    };
-    if (f.f64) call(double{});
-    else call(float{});
-  }
-
-  // (x * u) * w [+ c] for a multiply / multiply-add whose factor x * u was skipped
-  // (pass_plan::scale_first); fn: direct_op::scale_then or the root's streaming variant.
-  void run_scale_then(void (*fn)(), int i, index_t n, void* out) {
-    const instruction& in = p.code()[static_cast<std::size_t>(i)];
-    const auto code = pass->scale_first[static_cast<std::size_t>(i)];
-    const int t_pos = code % 2, u_pos = code / 2;
-    const instruction& m = p.code()[static_cast<std::size_t>(in.args[t_pos])];
-    auto arg = [&](int i) { return i < 0 ? nullptr : ptr[static_cast<std::size_t>(i)]; };
-    const void *x = arg(m.args[1 - u_pos]), *u = arg(m.args[u_pos]), *w = arg(in.args[1 - t_pos]);
-    const void* c = in.op == opcode::muladd ? arg(in.args[2]) : nullptr;
-    auto call = [&](auto tag) {
-      using T = decltype(tag);
-      reinterpret_cast<kernels::scale_then_tile_fn<T>>(fn)(static_cast<const T*>(x), static_cast<const T*>(u),
-                                                           static_cast<const T*>(w), static_cast<const T*>(c),
-                                                           static_cast<T*>(out), n);
-    };
-    if (in.type == dtype::f64) call(double{});
-    else call(float{});
-  }
-
-  // op(x - u) for a unary instruction whose argument x - u was skipped (pass_plan::sub_first).
-  void run_after_sub(const direct_op& f, const instruction& in, index_t n, void* out, int i) {
-    const instruction& d = p.code()[static_cast<std::size_t>(in.args[0])];
-    const bool fetch = fetch_tile && i == pass->prefetch_by;
-    auto call = [&](auto tag) {
-      using T = decltype(tag);
-      const T* x = static_cast<const T*>(ptr[static_cast<std::size_t>(d.args[0])]);
-      const T* u = static_cast<const T*>(ptr[static_cast<std::size_t>(d.args[1])]);
-      if (fetch) {
-        reinterpret_cast<kernels::sub_unary_prefetch_fn<T>>(f.after_sub_prefetch)(x, u, static_cast<T*>(out), n, next_row_ahead());
-      } else {
-        reinterpret_cast<kernels::binary_tile_fn<T>>(f.after_sub)(x, u, static_cast<T*>(out), n);
-      }
-    };
-    if (f.f64) call(double{});
-    else call(float{});
-  }
-
-  // x - u (instruction i, written to out) whose square feeds a sum (pass_plan::sub_feeds).
-  void run_sub_feeding(const direct_op& f, const instruction& in, index_t n, void* out, int i) {
-    const int a = pass->sub_feeds[static_cast<std::size_t>(i)];
-    const direct_op& g = pl.direct_[static_cast<std::size_t>(a)];
-    reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(pass->feeds[static_cast<std::size_t>(a)])]];
-    const void* x = ptr[static_cast<std::size_t>(in.args[0])];
-    const void* u = ptr[static_cast<std::size_t>(in.args[1])];
-    auto call = [&](auto tag) {
-      using T = decltype(tag);
-      kernels::sub_unary_sum<T>(reinterpret_cast<kernels::sub_unary_sum_tile_fn<T>>(g.sum_after_sub),
-                                reinterpret_cast<kernels::binary_tile_fn<T>>(f.fn),
-                                reinterpret_cast<kernels::unary_tile_fn<T>>(g.fn), static_cast<const T*>(x),
-                                static_cast<const T*>(u), static_cast<T*>(out), n, st.lanes);
-    };
-    if (f.f64) call(double{});
-    else call(float{});
-  }
-
-  // A unary tile that also feeds its sum reducer (pass_plan::feeds).
-  void run_feeding(const direct_op& f, const instruction& in, index_t n, void* out, int i) {
-    const bool store = pass->feed_store[static_cast<std::size_t>(i)] != 0;
-    reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(pass->feeds[static_cast<std::size_t>(i)])]];
-    const void* x = ptr[static_cast<std::size_t>(in.args[0])];
-    auto call = [&](auto tag) {
-      using T = decltype(tag);
-      kernels::unary_sum<T>(reinterpret_cast<kernels::unary_sum_tile_fn<T>>(store ? f.sum_store : f.sum_only),
-                            reinterpret_cast<kernels::unary_tile_fn<T>>(f.fn), static_cast<const T*>(x),
-                            store ? static_cast<T*>(out) : nullptr, n, st.lanes);
-    };
-    if (f.f64) call(double{});
-    else call(float{});
-  }
-
   void init_reducer(int i) {
     const instruction& in = p.code()[static_cast<std::size_t>(i)];
     reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(i)]];
+    if (pl.float_sum_[static_cast<std::size_t>(i)]) {  // only the lanes are used
+      kernels::sum_init(st.lanes);  // (an inline std::fill became `rep stos`: LN 8192x1024 25% slower)
+      return;
+    }
     auto op = static_cast<reduce_op>(in.sub);
     kernels::sum_init(st.lanes);
     if (op == reduce_op::prod) kernels::prod_init(st.lanes);
@@ -1288,8 +1290,9 @@ struct group_runner {
     reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(fd.r)]];
     const dtype at = p.code()[static_cast<std::size_t>(fd.a)].type;
     if (fd.sum) {  // the common case, without the type and operation switches below
-      if (at == dtype::f32) kernels::sum_accumulate(st.lanes, static_cast<const float*>(x), n, s, streamed);
-      else kernels::sum_accumulate(st.lanes, static_cast<const double*>(x), n, s, streamed);
+      void (*bulk)() = streamed ? fd.bulk_streamed : fd.bulk;
+      if (at == dtype::f32) kernels::sum_with(reinterpret_cast<kernels::sum_bulk_fn<float>>(bulk), st.lanes, static_cast<const float*>(x), n);
+      else kernels::sum_with(reinterpret_cast<kernels::sum_bulk_fn<double>>(bulk), st.lanes, static_cast<const double*>(x), n);
       return;
     }
     auto op = static_cast<reduce_op>(in.sub);
@@ -1338,9 +1341,15 @@ struct group_runner {
   void finish_reducer(int i) {
     const instruction& in = p.code()[static_cast<std::size_t>(i)];
     reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(i)]];
+    void* out = ptr[static_cast<std::size_t>(i)];
+    if (pl.float_sum_[static_cast<std::size_t>(i)]) {
+      const double v = kernels::sum_result(st.lanes);
+      if (in.type == dtype::f32) *static_cast<float*>(out) = static_cast<float>(v);
+      else *static_cast<double*>(out) = v;
+      return;
+    }
     const dtype at = p.code()[static_cast<std::size_t>(in.args[0])].type;
     auto op = static_cast<reduce_op>(in.sub);
-    void* out = ptr[static_cast<std::size_t>(i)];
     if (op == reduce_op::argmax || op == reduce_op::argmin) {
       index_t idx = at == dtype::f32 ? st.extreme_f.index : at == dtype::f64 ? st.extreme_d.index : st.iindex;
       *static_cast<std::int64_t*>(out) = idx;

@@ -43,6 +43,25 @@ void sum_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings
 }
 
 template <class T>
+sum_bulk_fn<T> resolve_sum(bool streamed, const settings& s) noexcept {
+  sum_bulk_fn<T> f = nullptr;
+  if (s.backend == backend::simd) simd_resolve_sum(streamed, f);
+  return f;
+}
+
+template <class T>
+void sum_with(sum_bulk_fn<T> bulk, lane_accumulator& acc, const T* x, index_t n) {
+  if (n <= 0) return;
+  if (bulk == nullptr) {
+    scalar_sum(acc, x, n);
+    return;
+  }
+  by_lane_rounds(
+      acc, n, [&](index_t at, index_t len) { scalar_sum(acc, x + at, len); },
+      [&](index_t at, index_t len, bool fresh) { bulk(acc.lane, x + at, len, fresh); });
+}
+
+template <class T>
 void prod_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s) {
   if (n <= 0) return;
   if (s.backend == backend::simd)
@@ -174,6 +193,8 @@ const char* simd_target_name() noexcept { return simd_target(); }
   template void muladd<T>(const T*, bool, const T*, bool, const T*, bool, T*, index_t, const settings&); \
   template void sum_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&, bool);         \
   template void prod_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&);              \
+  template sum_bulk_fn<T> resolve_sum<T>(bool, const settings&) noexcept;                               \
+  template void sum_with<T>(sum_bulk_fn<T>, lane_accumulator&, const T*, index_t);                      \
   template void max_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, bool); \
   template void min_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, bool); \
   template unary_tile_fn<T> resolve_unary<T>(unary_op, const settings&) noexcept;                      \

@@ -63,6 +63,8 @@ void SumF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLan
 void SumF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<false, false>(lane, x, n, fresh); }
 void SumStreamedF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<false, true>(lane, x, n, fresh); }
 void SumStreamedF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<false, true>(lane, x, n, fresh); }
+sum_bulk_fn<float> ResolveSumF32(bool streamed) { return streamed ? &SumStreamedF32 : &SumF32; }
+sum_bulk_fn<double> ResolveSumF64(bool streamed) { return streamed ? &SumStreamedF64 : &SumF64; }
 void ProdF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<true, false>(lane, x, n, fresh); }
 void ProdF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<true, false>(lane, x, n, fresh); }
 
@@ -137,6 +139,8 @@ namespace ct::detail::kernels {
 HWY_EXPORT(SumF32);
 HWY_EXPORT(SumF64);
 HWY_EXPORT(SumStreamedF32);
+HWY_EXPORT(ResolveSumF32);
+HWY_EXPORT(ResolveSumF64);
 HWY_EXPORT(SumStreamedF64);
 HWY_EXPORT(ProdF32);
 HWY_EXPORT(ProdF64);
@@ -205,6 +209,8 @@ void simd_sum(lane_accumulator& acc, const float* x, index_t n, bool streamed) {
 void simd_sum(lane_accumulator& acc, const double* x, index_t n, bool streamed) {
   accumulate<false>(acc, x, n, streamed ? HWY_DYNAMIC_DISPATCH(SumStreamedF64) : HWY_DYNAMIC_DISPATCH(SumF64));
 }
+void simd_resolve_sum(bool streamed, sum_bulk_fn<float>& out) noexcept { out = HWY_DYNAMIC_DISPATCH(ResolveSumF32)(streamed); }
+void simd_resolve_sum(bool streamed, sum_bulk_fn<double>& out) noexcept { out = HWY_DYNAMIC_DISPATCH(ResolveSumF64)(streamed); }
 void simd_prod(lane_accumulator& acc, const float* x, index_t n) {
   accumulate<true>(acc, x, n, HWY_DYNAMIC_DISPATCH(ProdF32));
 }

@@ -86,6 +86,15 @@ template <class T>
 void sum_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s, bool streamed = false);
 template <class T>
 void prod_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s);
+/// The lane kernel sum_accumulate runs for whole rounds of 32 elements (nullptr on the scalar
+/// backend), resolved once for the current backend and CPU target; sum_with(fn, …) then feeds
+/// exactly the lanes sum_accumulate would, without its per-call dispatch.
+template <class T>
+using sum_bulk_fn = void (*)(double* lane, const T* x, index_t n, bool fresh);
+template <class T>
+sum_bulk_fn<T> resolve_sum(bool streamed, const settings& s) noexcept;
+template <class T>
+void sum_with(sum_bulk_fn<T> bulk, lane_accumulator& acc, const T* x, index_t n);
 /// Combines the lanes by a fixed pairwise tree: (l0+l1)+(l2+l3)… level by level.
 double sum_result(const lane_accumulator& acc) noexcept;
 double prod_result(const lane_accumulator& acc) noexcept;
