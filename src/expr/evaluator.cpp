@@ -174,9 +174,21 @@ inline T one_value(const instruction& in, const T* a, const T* b) {
 
 struct pass_plan {
   std::vector<int> uniforms;   // evaluated once at the start of the pass
+  // The same as the runner executes them: a one_value instruction with its operands (b = a
+  // for a unary one), or anything else through the general path (one = false).
+  struct uniform_step {
+    int i = 0, a = 0, b = 0;
+    bool one = false, f64 = false;
+  };
+  std::vector<uniform_step> uniform_steps;
   std::vector<int> varying;    // evaluated per tile, in order
   std::vector<int> reducers;   // fed per tile (reduction passes only)
   std::vector<int> reused;     // computed by an earlier pass and kept in the row cache
+  struct reuse {               // the same with where they are: scratch + at + position * esize
+    int i = 0;
+    std::size_t at = 0, esize = 0;
+  };
+  std::vector<reuse> reuses;
   std::vector<int> slot;       // instruction -> tile slot in this pass (-1: none)
   std::vector<char> prefetch;  // instruction -> a load streaming from memory for the first time in the group
   // instruction -> a prefetched load that only reducers read, whose kernels prefetch as they go
@@ -877,6 +889,20 @@ void plan::plan_kernel_prefetch() {
 void plan::plan_steps(std::size_t ps) {
   pass_plan& pp = passes_[ps];
   const auto& code = p_.code();
+  for (int i : pp.reused)
+    pp.reuses.push_back({i, cache_at_ + cache_offset_[static_cast<std::size_t>(i)], dtype_size(code[static_cast<std::size_t>(i)].type)});
+  for (int u : pp.uniforms) {
+    const instruction& in = code[static_cast<std::size_t>(u)];
+    pass_plan::uniform_step us;
+    us.i = u;
+    us.one = in.op != opcode::load && direct_[static_cast<std::size_t>(u)].kind == direct_op::one_value;
+    if (us.one) {
+      us.f64 = direct_[static_cast<std::size_t>(u)].f64;
+      us.a = in.args[0];
+      us.b = in.args[1] >= 0 ? in.args[1] : in.args[0];
+    }
+    pp.uniform_steps.push_back(us);
+  }
   for (int i : pp.varying) {
     const auto ui = static_cast<std::size_t>(i);
     if (pp.skip[ui]) continue;
@@ -1436,7 +1462,17 @@ struct group_runner {
     for (std::size_t ps = 0; ps < pl.passes_.size(); ++ps) {
       const pass_plan& pp = pl.passes_[ps];
       pass = &pp;
-      for (int u : pp.uniforms) exec_instruction(u, 1, ptr[static_cast<std::size_t>(u)], 0);
+      for (const pass_plan::uniform_step& us : pp.uniform_steps) {
+        void* out = ptr[static_cast<std::size_t>(us.i)];
+        if (!us.one) {
+          exec_instruction(us.i, 1, out, 0);
+          continue;
+        }
+        const instruction& in = p.code()[static_cast<std::size_t>(us.i)];
+        const void *a = ptr[static_cast<std::size_t>(us.a)], *b = ptr[static_cast<std::size_t>(us.b)];
+        if (us.f64) *static_cast<double*>(out) = one_value(in, static_cast<const double*>(a), static_cast<const double*>(b));
+        else *static_cast<float*>(out) = one_value(in, static_cast<const float*>(a), static_cast<const float*>(b));
+      }
       const bool output_pass = ps + 1 == pl.passes_.size();
       if (!output_pass) {
         for (int r : pp.reducers) init_reducer(r);
@@ -1493,16 +1529,12 @@ struct group_runner {
     }
   }
 
-  unsigned char* cached(int i, index_t pos) const {
-    return scratch + pl.cache_at_ + pl.cache_offset_[static_cast<std::size_t>(i)] +
-           static_cast<std::size_t>(pos) * dtype_size(p.code()[static_cast<std::size_t>(i)].type);
-  }
   // Before a tile's steps: the next group's prefetch (when this pass does it) and the row-cache
   // values computed by earlier passes.
   void start_tile(const pass_plan& pp, bool fetch_next, index_t pos, index_t n) {
     fetch_tile = fetch_next;
     if (fetch_next) prefetch_next_group(pos, n);
-    for (int i : pp.reused) ptr[static_cast<std::size_t>(i)] = cached(i, pos);
+    for (const pass_plan::reuse& r : pp.reuses) ptr[static_cast<std::size_t>(r.i)] = scratch + r.at + static_cast<std::size_t>(pos) * r.esize;
   }
   void* slot(const pass_plan& pp, int i) const {
     int s = pp.slot[static_cast<std::size_t>(i)];
