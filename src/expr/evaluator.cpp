@@ -1477,7 +1477,7 @@ struct group_runner {
       if (!output_pass) {
         for (int r : pp.reducers) init_reducer(r);
         const bool fetch_next = pp.prefetch_next && has_next;
-        walk([&](index_t n, index_t pos, index_t start) {
+        walk([&](index_t n, index_t pos, index_t start) __attribute__((always_inline)) {
           start_tile(pp, fetch_next, pos, n);
           for (const pass_plan::step& st : pp.steps) exec_step(st, n, pos, start);
           for (const pass_plan::feed& fd : pp.feeds_list) {
@@ -1498,7 +1498,7 @@ struct group_runner {
         const index_t dstride = pl.walk_.back().strides[dest_k];
         const std::size_t esize = dtype_size(pl.dest_.type);
         const bool fetch_next = pp.prefetch_next && has_next;
-        walk([&](index_t n, index_t pos, index_t start) {
+        walk([&](index_t n, index_t pos, index_t start) __attribute__((always_inline)) {
           start_tile(pp, fetch_next, pos, n);
           unsigned char* d = static_cast<unsigned char*>(pl.dest_.data) + (offsets[dest_k] + start * dstride) * static_cast<index_t>(esize);
           for (const pass_plan::step& st : pp.steps) {

@@ -57,7 +57,10 @@ void sum_with(sum_bulk_fn<T> bulk, lane_accumulator& acc, const T* x, index_t n)
     return;
   }
   by_lane_rounds(
-      acc, n, [&](index_t at, index_t len) { scalar_sum(acc, x + at, len); },
+      acc, n,
+      [&](index_t at, index_t len) {
+        if (len > 0) scalar_sum(acc, x + at, len);
+      },
       [&](index_t at, index_t len, bool fresh) { bulk(acc.lane, x + at, len, fresh); });
 }
 
