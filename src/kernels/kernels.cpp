@@ -143,6 +143,13 @@ sub_unary_prefetch_fn<T> resolve_sub_unary_prefetch(unary_op op, const settings&
 }
 
 template <class T>
+sub_keep_unary_fn<T> resolve_sub_keep_unary(unary_op op, bool prefetch, const settings& s) noexcept {
+  sub_keep_unary_fn<T> f = nullptr;
+  if (s.backend == backend::simd) simd_resolve_sub_keep(op, is_fused(s), prefetch, f);
+  return f;
+}
+
+template <class T>
 binary_tile_fn<T> resolve_sub_unary(unary_op op, const settings& s) noexcept {
   binary_tile_fn<T> f = nullptr;
   if (s.backend == backend::simd) simd_resolve_sub(op, is_fused(s), f);
@@ -206,6 +213,7 @@ const char* simd_target_name() noexcept { return simd_target(); }
   template unary_sum_tile_fn<T> resolve_unary_sum<T>(unary_op, bool, const settings&) noexcept;         \
   template scale_then_tile_fn<T> resolve_scale_then<T>(bool, bool, const settings&, bool) noexcept;    \
   template binary_tile_fn<T> resolve_sub_unary<T>(unary_op, const settings&) noexcept;                  \
+  template sub_keep_unary_fn<T> resolve_sub_keep_unary<T>(unary_op, bool, const settings&) noexcept;   \
   template sub_unary_prefetch_fn<T> resolve_sub_unary_prefetch<T>(unary_op, const settings&) noexcept;  \
   template unary_prefetch_fn<T> resolve_unary_prefetch<T>(unary_op, const settings&) noexcept;          \
   template sub_unary_sum_tile_fn<T> resolve_sub_unary_sum<T>(unary_op, const settings&) noexcept;       \

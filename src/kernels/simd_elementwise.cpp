@@ -424,6 +424,51 @@ void UnaryPrefetchTile(const T* x, T* y, index_t n, const void* ahead) {
   using V = hn::Vec<decltype(d)>;
   ForEachVectorPrefetching(d, y, n, ahead, [&](V v) { return UnaryOp<kOp, kFused>(d, v); }, Operand<false, decltype(d)>{x});
 }
+/// d = x - u[0] and y = op(d) in one pass over the tile (op(x - u) where x - u is also kept),
+/// prefetching `ahead` as SubUnaryPrefetchTile does when kPrefetch. Lane by lane the same
+/// BinaryOp / UnaryOp as the two tile kernels, so both outputs are bitwise theirs.
+template <unary_op kOp, bool kFused, bool kPrefetch, class T>
+void SubKeepUnaryTile(const T* x, const T* u, T* d, T* y, index_t n,
+                      const void* ahead) {
+  const hn::ScalableTag<T> dt;
+  using V = hn::Vec<decltype(dt)>;
+  const index_t N = static_cast<index_t>(hn::Lanes(dt));
+  const V uu = hn::Set(dt, u[0]);
+  const T* next = static_cast<const T*>(ahead);
+  index_t i = 0;
+  for (; i + N <= n; i += N) {
+    if constexpr (kPrefetch) hwy::Prefetch(next + i);
+    const V v = BinaryOp<binary_op::sub>(hn::LoadU(dt, x + i), uu);
+    hn::StoreU(v, dt, d + i);
+    hn::StoreU(UnaryOp<kOp, kFused>(dt, v), dt, y + i);
+  }
+  if (i < n) {
+    if constexpr (kPrefetch) hwy::Prefetch(next + i);
+    const auto rest = static_cast<size_t>(n - i);
+    HWY_ALIGN T bd[HWY_MAX_BYTES / sizeof(T)];
+    HWY_ALIGN T by[HWY_MAX_BYTES / sizeof(T)];
+    const V v = BinaryOp<binary_op::sub>(Operand<false, decltype(dt)>{x}.Partial(dt, i, rest), uu);
+    hn::Store(v, dt, bd);
+    hn::Store(UnaryOp<kOp, kFused>(dt, v), dt, by);
+    for (size_t j = 0; j < rest; ++j) {
+      d[i + static_cast<index_t>(j)] = bd[j];
+      y[i + static_cast<index_t>(j)] = by[j];
+    }
+  }
+  (void)next;  // unused without kPrefetch
+}
+template <class T>
+HWY_INLINE sub_keep_unary_fn<T> ResolveSubKeepUnary(unary_op op, bool fused, bool prefetch) {
+  if (op != unary_op::exp) return nullptr;
+  if (prefetch) return fused ? &SubKeepUnaryTile<unary_op::exp, true, true, T> : &SubKeepUnaryTile<unary_op::exp, false, true, T>;
+  return fused ? &SubKeepUnaryTile<unary_op::exp, true, false, T> : &SubKeepUnaryTile<unary_op::exp, false, false, T>;
+}
+sub_keep_unary_fn<float> ResolveSubKeepUnaryF32(unary_op op, bool fused, bool prefetch) {
+  return ResolveSubKeepUnary<float>(op, fused, prefetch);
+}
+sub_keep_unary_fn<double> ResolveSubKeepUnaryF64(unary_op op, bool fused, bool prefetch) {
+  return ResolveSubKeepUnary<double>(op, fused, prefetch);
+}
 unary_prefetch_fn<float> ResolveUnaryPrefetchF32(unary_op op, bool fused) {
   if (op != unary_op::exp) return nullptr;
   return fused ? &UnaryPrefetchTile<unary_op::exp, true, float> : &UnaryPrefetchTile<unary_op::exp, false, float>;
@@ -570,6 +615,8 @@ HWY_EXPORT(ResolveUnarySumF32);
 HWY_EXPORT(ResolveUnarySumF64);
 HWY_EXPORT(ResolveScaleThenF32);
 HWY_EXPORT(ResolveScaleThenF64);
+HWY_EXPORT(ResolveSubKeepUnaryF32);
+HWY_EXPORT(ResolveSubKeepUnaryF64);
 HWY_EXPORT(ResolveUnaryPrefetchF32);
 HWY_EXPORT(ResolveUnaryPrefetchF64);
 HWY_EXPORT(ResolveSubUnaryPrefetchF32);
@@ -636,6 +683,12 @@ void simd_resolve_scale_then(bool muladd, bool cu, bool fused, bool stream, scal
 }
 void simd_resolve_scale_then(bool muladd, bool cu, bool fused, bool stream, scale_then_tile_fn<double>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveScaleThenF64)(muladd, cu, fused, stream);
+}
+void simd_resolve_sub_keep(unary_op op, bool fused, bool prefetch, sub_keep_unary_fn<float>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveSubKeepUnaryF32)(op, fused, prefetch);
+}
+void simd_resolve_sub_keep(unary_op op, bool fused, bool prefetch, sub_keep_unary_fn<double>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveSubKeepUnaryF64)(op, fused, prefetch);
 }
 void simd_resolve_prefetch(unary_op op, bool fused, unary_prefetch_fn<float>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveUnaryPrefetchF32)(op, fused);

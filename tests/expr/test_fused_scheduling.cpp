@@ -366,6 +366,39 @@ TEST_CASE("exp(x - max) in one kernel equals the two steps", "[scheduling][fused
   }
 }
 
+// exp(x - u) whose x - u is needed besides runs as one kernel writing both: log-softmax (x - max
+// kept in the row cache for the output), and x - u used again in the same pass (kept in a tile
+// slot). Compare with the difference materialised first, for an operand read in place, one
+// computed into a tile slot (x * 2), strided rows, and double.
+TEST_CASE("exp(x - max) with x - max kept equals the separate steps", "[scheduling][fused]") {
+  for (auto [rows, cols] : {std::pair<index_t, index_t>{3, 1}, {5, 33}, {4, 1030}, {2, 5000}}) {
+    auto x = ct::random_uniform<float>({rows, cols}, 91, -90.0f, 90.0f);
+    auto xt = ct::random_uniform<float>({cols, rows}, 92, -90.0f, 90.0f).permute({1, 0});
+    auto xd = ct::random_uniform<double>({rows, cols}, 93, -700.0, 700.0);
+    for (ct::fma_policy f : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+      ct::settings_scope scope({ct::backend::simd, f});
+      INFO(rows << "x" << cols);
+      auto steps = [](const auto& v) {
+        auto diff = ct::eval(v - ct::max(v, -1, true));
+        auto e = ct::eval(ct::exp(diff));
+        return std::make_pair(diff, e);
+      };
+      for (const auto& v : {ct::eval(x), ct::eval(x * 2.0f), ct::eval(xt)}) {
+        auto [diff, e] = steps(v);
+        auto lse = ct::eval(ct::log(ct::sum(e, -1, true)));
+        CHECK(ct_test::bitwise_equal(ct::eval(ct::log_softmax(v, -1)), ct::eval(diff - lse)));
+        CHECK(ct_test::bitwise_equal(ct::eval(ct::exp(v - ct::max(v, -1, true)) * (v - ct::max(v, -1, true))),
+                                     ct::eval(e * diff)));
+      }
+      CHECK(ct_test::bitwise_equal(ct::eval(ct::log_softmax(x * 2.0f, -1)), ct::eval(ct::log_softmax(ct::eval(x * 2.0f), -1))));
+      auto [dd, ed] = steps(xd);
+      CHECK(ct_test::bitwise_equal(ct::eval(ct::log_softmax(xd, -1)), ct::eval(dd - ct::log(ct::sum(ed, -1, true)))));
+      CHECK(ct_test::bitwise_equal(ct::eval(ct::exp(xd - ct::max(xd, -1, true)) * (xd - ct::max(xd, -1, true))),
+                                   ct::eval(ed * dd)));
+    }
+  }
+}
+
 // The simd backend feeds a sum of squares from the square's own kernel (kernels::unary_sum),
 // writing the squares only when something else needs them. Cover the cases where they are
 // needed — by the output pass (kept in the row cache), by another reducer of the same pass,

@@ -422,5 +422,32 @@ TEMPLATE_TEST_CASE("resolve_unary/binary/muladd/sub_unary: direct tile functions
       sub_exp(x.data(), u, x.data(), n);  // in place
       for (index_t i = 0; i < n; ++i) REQUIRE((same_bits(x[i], want[i]) || (x[i] != x[i] && want[i] != want[i])));
     }
+    // d = x - u and exp(d) both written in one pass equal the two kernel calls, with and
+    // without prefetching, and with d written over x (the row runner may reuse x's slot).
+    CHECK(k::resolve_sub_keep_unary<T>(unary_op::log, false, s) == nullptr);
+    for (bool prefetch : {false, true}) {
+      const auto keep = k::resolve_sub_keep_unary<T>(unary_op::exp, prefetch, s);
+      CHECK((keep != nullptr) == simd);
+      if (!keep) continue;
+      for (index_t n : tile_lengths()) {
+        offset_buffer<T> x(n + 1), want_d(n), want_y(n), d(n), y(n), other(n + 1);
+        for (index_t i = 0; i < n; ++i) x[i] = static_cast<T>(r.uniform(-800, 100));
+        if (n > 3) x[3] = std::numeric_limits<T>::quiet_NaN();
+        const T u[1] = {static_cast<T>(r.uniform(-50, 50))};
+        const auto same = [](T a, T b) { return same_bits(a, b) || (a != a && b != b); };
+        k::binary(binary_op::sub, x.data(), false, u, true, want_d.data(), n, s);
+        k::unary(unary_op::exp, want_d.data(), want_y.data(), n, s);
+        keep(x.data(), u, d.data(), y.data(), n, prefetch ? other.data() : nullptr);
+        for (index_t i = 0; i < n; ++i) {
+          REQUIRE(same(d[i], want_d[i]));
+          REQUIRE(same(y[i], want_y[i]));
+        }
+        keep(x.data(), u, x.data(), y.data(), n, prefetch ? other.data() : nullptr);  // d over x
+        for (index_t i = 0; i < n; ++i) {
+          REQUIRE(same(x[i], want_d[i]));
+          REQUIRE(same(y[i], want_y[i]));
+        }
+      }
+    }
   }
 }

@@ -176,6 +176,16 @@ using unary_prefetch_fn = void (*)(const T* x, T* y, index_t n, const void* ahea
 template <class T>
 unary_prefetch_fn<T> resolve_unary_prefetch(unary_op op, const settings& s) noexcept;
 
+/// d[i] = x[i] - u[0] and y[i] = op(d[i]), both written, in one pass: bitwise what
+/// binary(sub, x, u uniform) into d followed by unary(op) of d into y give under the simd
+/// backend (log-softmax's exp(x - max), where x - max is kept for the output). With prefetch,
+/// the function also prefetches the n elements at `ahead` as resolve_sub_unary_prefetch's
+/// does; without, `ahead` is ignored. nullptr for the scalar backend and for ops other than exp.
+template <class T>
+using sub_keep_unary_fn = void (*)(const T* x, const T* u, T* d, T* y, index_t n, const void* ahead);
+template <class T>
+sub_keep_unary_fn<T> resolve_sub_keep_unary(unary_op op, bool prefetch, const settings& s) noexcept;
+
 /// d[i] = x[i] - u[0] written out, and op(d[i]) fed to a lane-wise sum, in one pass:
 /// sub_unary_sum(fn, sub, plain, x, u, d, n, acc) leaves d and acc bitwise as
 /// sub(x, u, d, n); plain(d, tmp, n); sum_accumulate(acc, tmp, n) would (sub and plain the
