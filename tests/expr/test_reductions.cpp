@@ -286,3 +286,54 @@ TEMPLATE_TEST_CASE("reduce: sum over axis 0 is the sequential double sum of each
     }
   }
 }
+
+// A plain reduction of one operand (sum, max, min, argmax, argmin of x) runs as one kernel call
+// per row instead of through the row runner's steps. Its results must be the runner's: compare
+// with the same reduction of x * 1 (exactly x, but a program the shortcut does not take), for
+// rows shorter and longer than a tile, ties across tiles, NaNs, several retained axes, a
+// strided destination, both backends and double.
+TEMPLATE_TEST_CASE("reduce: plain row reductions equal the general row runner bitwise", "[reduce]", float, double) {
+  using T = TestType;
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  for (index_t cols : {1, 7, 33, 1024, 1030, 5000}) {
+    auto x = ct::random_uniform<T>({3, 4, cols}, 41 + static_cast<std::uint64_t>(cols), T(-100), T(100));
+    if (cols > 1000) {
+      x(0, 0, 1020) = x(0, 0, cols - 3) = T(500);  // a tie across tiles (cols 1024: the same tile)
+      x(1, 2, 3) = nan;
+      x(2, 3, cols - 1) = nan;
+      x(2, 3, cols - 7) = T(-500);
+      x(2, 1, 2) = x(2, 1, cols - 2) = T(-500);
+    }
+    for (ct::backend be : {ct::backend::simd, ct::backend::scalar}) {
+      ct::backend_scope scope(be);
+      INFO(cols << (be == ct::backend::simd ? " simd" : " scalar"));
+      CHECK(ct_test::bitwise_equal(ct::eval(ct::sum(x, -1)), ct::eval(ct::sum(x * T(1), -1))));
+      CHECK(ct_test::bitwise_equal(ct::eval(ct::max(x, -1)), ct::eval(ct::max(x * T(1), -1))));
+      CHECK(ct_test::bitwise_equal(ct::eval(ct::min(x, -1)), ct::eval(ct::min(x * T(1), -1))));
+      CHECK(ct::equal(ct::eval(ct::argmax(x, -1)), ct::eval(ct::argmax(x * T(1), -1))));
+      CHECK(ct::equal(ct::eval(ct::argmin(x, -1)), ct::eval(ct::argmin(x * T(1), -1))));
+      // Into a strided destination (a column of a wider tensor).
+      auto wide = ct::zeros<T>(dims{3, 4, 2});
+      auto col = wide.select(2, 1);
+      ct::eval(ct::sum(x, -1), col);
+      CHECK(ct_test::bitwise_equal(ct::eval(col * T(1)), ct::eval(ct::sum(x * T(1), -1))));
+      auto widei = ct::zeros<std::int64_t>(dims{3, 4, 2});
+      auto coli = widei.select(2, 0);
+      ct::eval(ct::argmin(x, -1), coli);
+      CHECK(ct::equal(ct::eval(coli * std::int64_t{1}), ct::eval(ct::argmin(x * T(1), -1))));
+    }
+    // Against a naive search: the first NaN, else the first maximum.
+    auto am = ct::eval(ct::argmax(x, -1));
+    for (index_t a = 0; a < 3; ++a)
+      for (index_t b = 0; b < 4; ++b) {
+        index_t best = 0;
+        for (index_t i = 0; i < cols; ++i) {
+          const T v = x(a, b, i), w = x(a, b, best);
+          if (w != w) break;
+          if (v != v || v > w) best = i;
+          if (v != v) break;
+        }
+        CHECK(am(a, b) == best);
+      }
+  }
+}
