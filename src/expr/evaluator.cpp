@@ -893,36 +893,30 @@ void plan::plan_fused_feeds() {
       pp.sub_feeds[static_cast<std::size_t>(b)] = a;
       pp.skip[ua] = 1;
     }
-    // exp(x - u), u one value, when nothing else reads x - u: one kernel (softmax, logsumexp).
-    // Logsumexp 4096x4096 5.50-5.71 -> 5.12-5.22 ms, softmax 7.2-8.2 -> 6.8-7.2 ms (best of
-    // 41 calls, three A/B alternations).
+    // exp(x - u), u one value, as one kernel. When nothing else reads x - u (softmax,
+    // logsumexp) the kernel only computes exp(x - u): logsumexp 4096x4096 5.50-5.71 ->
+    // 5.12-5.22 ms, softmax 7.2-8.2 -> 6.8-7.2 ms (best of 41 calls, three A/B alternations).
+    // When x - u is needed besides (log-softmax keeps x - max for its output) the kernel writes
+    // it too, one pass over the tile instead of two, if x - u keeps a place of its own (the row
+    // cache or a tile slot) and exp is not the root (whose streaming variant has another
+    // signature): log-softmax 4096x4096 4.86-4.94 -> 4.39-4.43 ms (medians of 21 calls, three
+    // alternations).
     for (auto at = pp.varying.begin(); at != pp.varying.end(); ++at) {
       const int a = *at;
       const auto ua = static_cast<std::size_t>(a);
       const int b = code[ua].args[0];
-      if (direct_[ua].kind != direct_op::unary || direct_[ua].after_sub == nullptr || pp.feeds[ua] >= 0 || pp.skip[ua] ||
-          !minus_one_value(b) || needed_besides(pp, ps, b, a))
-        continue;
+      if (direct_[ua].kind != direct_op::unary || pp.feeds[ua] >= 0 || pp.skip[ua] || !minus_one_value(b)) continue;
       // b must come right before a: then nothing can reuse x's tile slot in between (a may
       // write into it, position by position after reading it, which is safe).
       if (at == pp.varying.begin() || *(at - 1) != b) continue;
-      pp.skip[static_cast<std::size_t>(b)] = 1;
-      pp.sub_first[ua] = 1;
-    }
-    // The same when x - u is needed besides (log-softmax keeps x - max for its output): the
-    // kernel writes x - u too, one pass over the tile instead of two. b right before a as
-    // above; b keeps a place of its own (the row cache or a tile slot), a is not the root
-    // (whose streaming variant has another signature). Log-softmax 4096x4096 4.86-4.94 ->
-    // 4.39-4.43 ms (medians of 21 calls, three alternations).
-    for (auto at = pp.varying.begin(); at != pp.varying.end(); ++at) {
-      const int a = *at;
-      const auto ua = static_cast<std::size_t>(a);
-      const int b = code[ua].args[0];
-      if (a == root_ || direct_[ua].kind != direct_op::unary || direct_[ua].keep_after_sub == nullptr ||
-          pp.feeds[ua] >= 0 || pp.skip[ua] || pp.sub_first[ua] || !minus_one_value(b))
-        continue;
       const auto ub = static_cast<std::size_t>(b);
-      if (at == pp.varying.begin() || *(at - 1) != b || pp.skip[ub] || pp.sub_feeds[ub] >= 0 ||
+      if (!needed_besides(pp, ps, b, a)) {
+        if (direct_[ua].after_sub == nullptr) continue;
+        pp.skip[ub] = 1;
+        pp.sub_first[ua] = 1;
+        continue;
+      }
+      if (a == root_ || direct_[ua].keep_after_sub == nullptr || pp.skip[ub] || pp.sub_feeds[ub] >= 0 ||
           direct_[ub].kind != direct_op::binary || (cache_store_pass_[ub] != static_cast<int>(ps) && pp.slot[ub] < 0))
         continue;
       pp.skip[ub] = 1;
@@ -998,6 +992,19 @@ void plan::plan_kernel_prefetch() {
 void plan::plan_steps(std::size_t ps) {
   pass_plan& pp = passes_[ps];
   const auto& code = p_.code();
+  // Where instruction i's tile goes in this pass: scratch + at (+ tile position * step) in its
+  // row-cache row or its tile slot; false when it has neither.
+  const auto place = [&](int i, std::size_t& at, index_t& step) {
+    const auto ui = static_cast<std::size_t>(i);
+    if (cache_store_pass_[ui] == static_cast<int>(ps)) {
+      at = cache_at_ + cache_offset_[ui];
+      step = static_cast<index_t>(dtype_size(code[ui].type));
+      return true;
+    }
+    if (pp.slot[ui] < 0) return false;
+    at = static_cast<std::size_t>(pp.slot[ui]) * slot_bytes_;
+    return true;
+  };
   for (int i : pp.reused)
     pp.reuses.push_back({i, cache_at_ + cache_offset_[static_cast<std::size_t>(i)], dtype_size(code[static_cast<std::size_t>(i)].type)});
   for (int u : pp.uniforms) {
@@ -1018,15 +1025,7 @@ void plan::plan_steps(std::size_t ps) {
     pass_plan::step st;
     st.i = i;
     const instruction& in = code[ui];
-    const index_t esize = static_cast<index_t>(dtype_size(in.type));
-    if (cache_store_pass_[ui] == static_cast<int>(ps)) {
-      st.has_out = true;
-      st.out_at = cache_at_ + cache_offset_[ui];
-      st.out_step = esize;
-    } else if (pp.slot[ui] >= 0) {
-      st.has_out = true;
-      st.out_at = static_cast<std::size_t>(pp.slot[ui]) * slot_bytes_;
-    }
+    st.has_out = place(i, st.out_at, st.out_step);
     const direct_op& f = direct_[ui];
     if (in.op == opcode::load) {
       if (!uniform_[ui] && walk_.back().strides[static_cast<std::size_t>(in.leaf)] == 1) {
@@ -1060,12 +1059,7 @@ void plan::plan_steps(std::size_t ps) {
         st.fn = f.keep_after_sub;
         st.fn2 = f.keep_after_sub_prefetch;
         st.keep = in.args[0];
-        if (cache_store_pass_[ub] == static_cast<int>(ps)) {
-          st.keep_at = cache_at_ + cache_offset_[ub];
-          st.keep_step = static_cast<index_t>(dtype_size(d.type));
-        } else {
-          st.keep_at = static_cast<std::size_t>(pp.slot[ub]) * slot_bytes_;
-        }
+        place(st.keep, st.keep_at, st.keep_step);  // has one (plan_fused_feeds)
       } else if (pp.sub_first[ui]) {
         st.kind = step::after_sub;
         const instruction& d = code[static_cast<std::size_t>(in.args[0])];
@@ -1098,8 +1092,7 @@ void plan::plan_steps(std::size_t ps) {
     fd.a = code[static_cast<std::size_t>(r)].args[0];
     fd.uniform_arg = uniform_[static_cast<std::size_t>(fd.a)] != 0;
     const dtype at = code[static_cast<std::size_t>(fd.a)].type;
-    fd.sum = code[static_cast<std::size_t>(r)].sub == static_cast<std::uint8_t>(reduce_op::sum) &&
-             (at == dtype::f32 || at == dtype::f64);
+    fd.sum = float_sum_[static_cast<std::size_t>(r)] != 0;
     if (fd.sum) {
       const settings s = current_settings();
       if (at == dtype::f32) {
@@ -1400,17 +1393,12 @@ struct group_runner {
     }
   }
 
-  // The general path: a uniform instruction (n = 1, pos = 0), a gathered load, or an operation
-  // without a direct tile function (integer, bool, comparisons, casts, ct::map, pow).
+  // The general path: a constant or uniform instruction that is not one IEEE operation
+  // (n = 1, pos = 0; one-value ones are pass_plan::uniform_step), a gathered load, or an
+  // operation without a direct tile function (integer, bool, comparisons, casts, ct::map, pow).
   void exec_instruction(int i, index_t n, void* out, index_t pos) {
-    const instruction& in = p.code()[static_cast<std::size_t>(i)];
-    if (in.op == opcode::load) {
+    if (p.code()[static_cast<std::size_t>(i)].op == opcode::load) {
       pl.load_tile(i, offsets, uni[static_cast<std::size_t>(i)] ? 0 : pos, uni[static_cast<std::size_t>(i)] ? 1 : n, out);
-    } else if (const direct_op& f = pl.direct_[static_cast<std::size_t>(i)]; f.kind == direct_op::one_value) {
-      const void* a = ptr[static_cast<std::size_t>(in.args[0])];
-      const void* b = in.args[1] >= 0 ? ptr[static_cast<std::size_t>(in.args[1])] : a;
-      if (f.f64) *static_cast<double*>(out) = one_value(in, static_cast<const double*>(a), static_cast<const double*>(b));
-      else *static_cast<float*>(out) = one_value(in, static_cast<const float*>(a), static_cast<const float*>(b));
     } else {
       pl.exec_op(i, n, ptr.data(), uni.data(), out, s);
     }
