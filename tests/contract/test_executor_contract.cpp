@@ -12,20 +12,13 @@
 
 #include "ct/asio.hpp"
 #include "ct/ct.hpp"
+#include "support/asio_options.hpp"
 #include "support/executors.hpp"
 
 using ct::index_t;
 using namespace std::chrono_literals;
 
 namespace {
-// asio_options that always share a call with the helpers: these tests use callbacks far
-// shorter than asio_options::solo_below, and are about the multi-participant path.
-ct::asio_options sharing() {
-  ct::asio_options o;
-  o.solo_below = std::chrono::nanoseconds(0);
-  return o;
-}
-
 // An executor that hands the callback exactly the ranges it was built with.
 ct::executor fixed_ranges(std::vector<std::pair<index_t, index_t>> ranges) {
   return [ranges](index_t, ct::range_callback cb) {
@@ -170,7 +163,7 @@ TEST_CASE("contract §3: callbacks run with an empty executor binding and the ca
   SECTION("three-worker pool threads") { check_under(ct_test::three_worker_executor(), true); }
   SECTION("asio pool threads") {
     boost::asio::thread_pool pool(3);
-    check_under(ct::asio_executor(pool, 4, sharing()), false);
+    check_under(ct::asio_executor(pool, 4, ct_test::sharing()), false);
     pool.join();
   }
 }
@@ -247,9 +240,9 @@ TEST_CASE("contract §2: an error reaches the caller only after every other call
   SECTION("asio adapter, 2 and 3 workers") {
     boost::asio::thread_pool pool(3);
     for (int w : {2, 3})
-      for (index_t g : {index_t{0}, index_t{20}, index_t{39}}) run(ct::asio_executor(pool, w, sharing()), 40, g);
+      for (index_t g : {index_t{0}, index_t{20}, index_t{39}}) run(ct::asio_executor(pool, w, ct_test::sharing()), 40, g);
     coverage c(1000);
-    ct::executor_scope scope(ct::asio_executor(pool, 3, sharing()));
+    ct::executor_scope scope(ct::asio_executor(pool, 3, ct_test::sharing()));
     ct::parallel_for(1000, [&](index_t s, index_t e) { c.mark(s, e); });
     CHECK(c.exactly_once());
     pool.join();
@@ -296,7 +289,7 @@ TEST_CASE("contract §6: asio_executor covers every group exactly once", "[execu
   for (int w : {1, 2, 3, 7})
     for (index_t count : {index_t{2}, index_t{3}, index_t{17}, index_t{64}, index_t{1001}}) {
       coverage c(count);
-      ct::executor_scope scope(ct::checked_executor(ct::asio_executor(pool, w, sharing())));
+      ct::executor_scope scope(ct::checked_executor(ct::asio_executor(pool, w, ct_test::sharing())));
       ct::parallel_for(count, [&](index_t s, index_t e) { c.mark(s, e); });
       INFO("workers " << w << " count " << count);
       CHECK(c.exactly_once());
@@ -316,7 +309,7 @@ TEST_CASE("contract §6: asio_executor called from the pool's own threads does n
       boost::asio::post(pool, [&pool, threads, done] {
         try {
           coverage c(500);
-          ct::executor_scope scope(ct::asio_executor(pool, threads + 1, sharing()));
+          ct::executor_scope scope(ct::asio_executor(pool, threads + 1, ct_test::sharing()));
           ct::parallel_for(500, [&](index_t s, index_t e) { c.mark(s, e); });
           done->set_value(c.exactly_once());
         } catch (...) {
@@ -391,10 +384,8 @@ TEST_CASE("asio_executor: short calls run on the caller alone and long ones are 
   patient.solo_below = 10s;
   for (int round = 0; round < 20; ++round) CHECK(others_in(patient, 48, 0us) == 0);
   CHECK(others_in(ct::asio_options{}, 96, 200us) > 0);  // ~19 ms: the helpers join
-  ct::asio_options always;
-  always.solo_below = std::chrono::nanoseconds(0);
   int shared = 0;
-  for (int round = 0; round < 20 && shared == 0; ++round) shared += others_in(always, 96, 1us) > 0;
+  for (int round = 0; round < 20 && shared == 0; ++round) shared += others_in(ct_test::sharing(), 96, 1us) > 0;
   CHECK(shared > 0);
   ct::asio_options bad;
   bad.solo_below = std::chrono::nanoseconds(-1);

@@ -10,6 +10,7 @@
 
 #include "ct/asio.hpp"
 #include "ct/ct.hpp"
+#include "support/asio_options.hpp"
 #include "support/executors.hpp"
 #include "support/reference.hpp"
 
@@ -21,13 +22,6 @@ namespace {
 // Every executor the determinism promise covers. The Asio pool outlives the returned list.
 struct executor_zoo {
   boost::asio::thread_pool pool{3};
-  // Always sharing: small test shapes would otherwise run on the caller alone (solo_below),
-  // and these tests are about results under concurrent callbacks.
-  static ct::asio_options sharing() {
-    ct::asio_options o;
-    o.solo_below = std::chrono::nanoseconds(0);
-    return o;
-  }
   static ct::asio_options lingering() {
     ct::asio_options o;
     o.linger = std::chrono::microseconds(200);
@@ -38,9 +32,9 @@ struct executor_zoo {
             {"serial 64", ct_test::serial_64_executor()},
             {"three-worker pool", ct_test::three_worker_executor()},
             {"asio 1", ct::asio_executor(pool, 1)},
-            {"asio 2", ct::asio_executor(pool, 2, sharing())},
+            {"asio 2", ct::asio_executor(pool, 2, ct_test::sharing())},
             {"asio 2 default", ct::asio_executor(pool, 2)},
-            {"asio 7", ct::asio_executor(pool, 7, sharing())},
+            {"asio 7", ct::asio_executor(pool, 7, ct_test::sharing())},
             {"asio 3 lingering", ct::asio_executor(pool, 3, lingering())},
             {"random partition a", ct_test::random_partition_executor(1)},
             {"random partition b", ct_test::random_partition_executor(2)}};
