@@ -25,6 +25,13 @@ namespace ct::detail {
 namespace {
 
 std::atomic<int> failing_allocations{0};
+std::atomic<int> skipped_allocations{0};
+// The test hook (fail_next_scratch_allocations): let `skip` allocations through, then fail.
+bool injected_allocation_failure() {
+  if (failing_allocations.load() <= 0) return false;
+  if (skipped_allocations.load() > 0 && skipped_allocations.fetch_sub(1) > 0) return false;
+  return failing_allocations.fetch_sub(1) > 0;
+}
 
 constexpr index_t max_tile = 1024;  // elements; a float tile is 4 KiB, a double one 8 KiB
 // Column mode reads one stretch of this many retained elements per reduced position: long
@@ -276,6 +283,7 @@ class plan {
     uniform_.assign(static_cast<std::size_t>(n), 0);
     level_.assign(static_cast<std::size_t>(n), 0);
     build_geometry();
+    bool empty_extreme = false;
     for (int i = 0; i < n; ++i) {
       const instruction& in = code[static_cast<std::size_t>(i)];
       bool uni = true;
@@ -298,11 +306,15 @@ class plan {
         reduce_passes_ = std::max(reduce_passes_, lvl);
         if (L_ == 0 && (in.sub == static_cast<int>(reduce_op::max) || in.sub == static_cast<int>(reduce_op::min) ||
                         in.sub == static_cast<int>(reduce_op::argmax) || in.sub == static_cast<int>(reduce_op::argmin)))
-          throw empty_reduction_error(std::string("ct::") + op_ + ": max/min/argmax/argmin over empty axes of shape " +
-                                      p.full_shape().str() + " have no value");
+          empty_extreme = true;
       }
     }
     root_uniform_ = uniform_[static_cast<std::size_t>(root_)];
+    // A max/min over nothing has no value. It matters only when the result is one value per
+    // group (max(x, 1), logsumexp); a result along the empty axes (softmax) has no elements.
+    if (empty_extreme && root_uniform_)
+      throw empty_reduction_error(std::string("ct::") + op_ + ": max/min/argmax/argmin over empty axes of shape " +
+                                  p.full_shape().str() + " have no value");
     resolve_direct();
     decide_mode();
     passes_.resize(static_cast<std::size_t>(reduce_passes_ + 1));
@@ -1174,7 +1186,7 @@ void plan::exec(int i, index_t n, void* const* ptr, const char* uni, void* out, 
           case kernels::binary_op::max: for_pairs(u(0), u(1), n, [&](index_t j, index_t ia, index_t ib) { y[j] = std::max(a[ia], b[ib]); }); break;
           case kernels::binary_op::div:
             for_pairs(u(0), u(1), n, [&](index_t j, index_t ia, index_t ib) {
-              if (b[ib] == 0) throw error(std::string("ct::") + op_ + ": integer division by zero");
+              if (b[ib] == 0) throw error(std::string("ct::") + op_ + ": integer division by zero in an expression of shape " + p_.full_shape().str());
               if (b[ib] == -1) y[j] = static_cast<T>(U(0) - static_cast<U>(a[ia]));
               else y[j] = a[ia] / b[ib];
             });
@@ -1930,7 +1942,7 @@ thread_local caller_arena arena;
 class scratch_pool {
  public:
   scratch_pool(std::size_t bytes_each, int blocks) : bytes_((bytes_each + 63) / 64 * 64), blocks_(blocks) {
-    if (failing_allocations.load() > 0 && failing_allocations.fetch_sub(1) > 0) throw std::bad_alloc();
+    if (injected_allocation_failure()) throw std::bad_alloc();
     const std::size_t need = bytes_ * static_cast<std::size_t>(blocks_);
     if (!arena.busy) {
       if (arena.bytes < need) {
@@ -1987,7 +1999,10 @@ bool ranges_overlap(const void* a, index_t amin, index_t amax, std::size_t asize
 
 }  // namespace
 
-void fail_next_scratch_allocations(int n) noexcept { failing_allocations.store(n); }
+void fail_next_scratch_allocations(int n, int skip) noexcept {
+  skipped_allocations.store(skip);
+  failing_allocations.store(n);
+}
 
 void run_program(const program& p, int root, const destination& dest, const char* op) {
   const dims& F = p.full_shape();
@@ -2012,7 +2027,7 @@ void run_program(const program& p, int root, const destination& dest, const char
     for (int a = 0; a < F.size(); ++a)
       if (out_shape[a] == 1) rm[a] = 0;
     index_t count = element_count(out_shape);
-    if (failing_allocations.load() > 0 && failing_allocations.fetch_sub(1) > 0) throw std::bad_alloc();
+    if (injected_allocation_failure()) throw std::bad_alloc();
     staging.reset(new unsigned char[static_cast<std::size_t>(std::max<index_t>(count, 1)) * dtype_size(dest.type)]);
     target = destination{staging.get(), dest.type, rm, 0, count - 1};
   }

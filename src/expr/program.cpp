@@ -2,6 +2,7 @@
 #include "ct/expr/program.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include "ct/core/error.hpp"
 
@@ -35,6 +36,9 @@ int program::emit(const instruction& in) {
   }
   auto it = std::find(code_.begin(), code_.end(), in);
   if (it != code_.end() && in.op != opcode::map) return static_cast<int>(it - code_.begin());
+  if (in.op == opcode::binary && in.sub == static_cast<std::uint8_t>(kernels::binary_op::div) &&
+      in.type != dtype::f32 && in.type != dtype::f64)
+    integer_division_ = true;  // throws on a zero divisor
   code_.push_back(in);
   return static_cast<int>(code_.size()) - 1;
 }
@@ -62,8 +66,19 @@ int program::emit_load(const void* data, dtype type, const dims& shape, const di
   return emit(in);
 }
 
-int program::emit_map(dtype type, const void* functor, map_tile_fn fn, std::vector<int> args) {
-  maps_.push_back({functor, fn, std::move(args)});
+std::uint64_t next_map_id() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+int program::emit_map(dtype type, const void* functor, map_tile_fn fn, std::vector<int> args, std::uint64_t id) {
+  for (std::size_t i = 0; i < code_.size(); ++i) {
+    const instruction& in = code_[i];
+    if (in.op != opcode::map || in.type != type) continue;
+    const map_call& m = maps_[static_cast<std::size_t>(in.leaf)];
+    if (m.id == id && m.fn == fn && m.args == args) return static_cast<int>(i);
+  }
+  maps_.push_back({functor, fn, std::move(args), id});
   instruction in{opcode::map, type};
   in.leaf = static_cast<int>(maps_.size()) - 1;
   return emit(in);

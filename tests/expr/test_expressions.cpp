@@ -1,6 +1,7 @@
 // Elementwise expressions: every operation against a double reference, broadcasting, scalars,
 // strided and foreign operands and destinations, and the errors raised before any work.
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <cmath>
 
 #include "ct/ct.hpp"
@@ -109,6 +110,58 @@ TEST_CASE("expr: map runs user functors with broadcasting", "[expr]") {
   CHECK(y(0, 0) == 10.5);
 }
 
+// Copies of one ct::map node (softmax uses its argument four times) are one call per element,
+// as identical sub-expressions are computed once; separate ct::map calls are not merged.
+TEST_CASE("expr: a map node used several times runs once per element", "[expr]") {
+  auto x = ct::random_uniform<float>({4, 10}, 12, -2.0f, 2.0f);
+  std::atomic<int> calls{0};
+  auto counted = [&calls](float v) {
+    ++calls;
+    return v * 0.5f;
+  };
+  auto m = ct::map(counted, x);
+  auto got = ct::eval(ct::softmax(m, -1));
+  CHECK(calls == 40);
+  auto want = ct::eval(ct::softmax(x * 0.5f, -1));
+  CHECK(ct_test::bitwise_equal(got, want));
+
+  calls = 0;
+  auto twice = ct::eval(ct::max(m, -1) + ct::max(m, -1));
+  CHECK(calls == 40);
+  for (index_t r = 0; r < 4; ++r) {
+    float mx = -INFINITY;
+    for (index_t c = 0; c < 10; ++c) mx = std::max(mx, x(r, c) * 0.5f);
+    CHECK(twice(r, 0) == 2 * mx);  // inside an expression a reducer keeps its axis: [4, 1]
+  }
+
+  // One value per row ([4, 1] operand): once per group.
+  calls = 0;
+  auto rscale = ct::random_uniform<float>({4, 1}, 13, 0.5f, 1.5f);
+  ct::eval(ct::softmax(x * ct::map(counted, rscale), -1));
+  CHECK(calls == 4);
+
+  // Two ct::map calls are two functors, even with equal arguments.
+  calls = 0;
+  ct::eval(ct::map(counted, x) + ct::map(counted, x));
+  CHECK(calls == 80);
+}
+
+// Identical constants are merged, by bit pattern: -0.0 is not +0.0.
+TEST_CASE("expr: the constants -0 and +0 stay distinct", "[expr]") {
+  auto x = ct::full<float>(dims{40}, 1.0f);
+  for (ct::fma_policy f : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+    ct::fma_scope scope(f);
+    auto a = ct::eval(x * 0.0f + 1.0f / (x * -0.0f));
+    CHECK(a(0) == -INFINITY);
+    CHECK(a(39) == -INFINITY);
+    auto b = ct::eval(1.0f / (x * 0.0f) + 1.0f / (x * -0.0f));  // +inf + -inf
+    CHECK(std::isnan(b(0)));
+    auto c = ct::eval(ct::where(x < 0.0f, x * 0.0f, -0.0f));  // the second branch: -0
+    CHECK(c(0) == 0.0f);
+    CHECK(std::signbit(c(0)));
+  }
+}
+
 TEST_CASE("expr: strided, transposed, broadcast and foreign operands and destinations", "[expr]") {
   auto m = ct::random_uniform<float>({6, 8}, 3, -1, 1);
   auto t = m.transpose();                     // [8, 6], non-contiguous
@@ -127,8 +180,18 @@ TEST_CASE("expr: strided, transposed, broadcast and foreign operands and destina
 TEST_CASE("expr: invalid input raises before anything is written", "[expr]") {
   auto a = ct::zeros<float>(dims{3, 4});
   auto b = ct::zeros<float>(dims{5});
-  CHECK_THROWS_WITH(a + b, Catch::Contains("[3, 4]") && Catch::Contains("[5]"));
+  CHECK_THROWS_WITH(a + b, Catch::Contains("operator+") && Catch::Contains("[3, 4]") && Catch::Contains("[5]"));
   CHECK_THROWS_AS(a + b, ct::shape_error);
+  CHECK_THROWS_WITH(a < b, Catch::Contains("operator<") && Catch::Contains("[3, 4]") && Catch::Contains("[5]"));
+  CHECK_THROWS_WITH(ct::maximum(a, b), Catch::Contains("maximum"));
+  // The named operations check their axis under their own name, with the shape.
+  CHECK_THROWS_WITH(ct::softmax(a, 5), Catch::Contains("ct::softmax") && Catch::Contains("[3, 4]"));
+  CHECK_THROWS_WITH(ct::log_softmax(a, -3), Catch::Contains("ct::log_softmax") && Catch::Contains("[3, 4]"));
+  CHECK_THROWS_WITH(ct::layer_norm(a, 2, 1e-5f), Catch::Contains("ct::layer_norm") && Catch::Contains("[3, 4]"));
+  CHECK_THROWS_WITH(ct::rms_norm(a, 7, 1e-5f), Catch::Contains("ct::rms_norm") && Catch::Contains("[3, 4]"));
+  CHECK_THROWS_WITH(ct::logsumexp(a, 2), Catch::Contains("ct::logsumexp") && Catch::Contains("[3, 4]"));
+  CHECK_THROWS_WITH(ct::sum(a, -3), Catch::Contains("ct::sum") && Catch::Contains("[3, 4]"));
+  CHECK_THROWS_AS(ct::softmax(a, 5), ct::axis_error);
   auto dest = ct::full<float>(dims{4, 3}, 9.0f);
   CHECK_THROWS_WITH(ct::eval(a + 1.0f, dest), Catch::Contains("[4, 3]") && Catch::Contains("[3, 4]"));
   auto wrong = ct::full<double>(dims{3, 4}, 9.0);

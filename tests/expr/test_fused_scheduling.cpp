@@ -132,6 +132,18 @@ TEST_CASE("contract §4: reductions are bitwise identical under every executor",
   expect_same_under_every_executor<float>([&] { return ct::eval(ct::softmax(xl, -1)); }, "softmax long rows");
   expect_same_under_every_executor<float>([&] { return ct::eval(ct::logsumexp(xl, -1)); }, "logsumexp long rows");
   expect_same_under_every_executor<double>([&] { return ct::eval(ct::log_softmax(d, -1)); }, "log_softmax f64 long rows");
+  // Float layer norm with weight and bias ((x * u) * w + c in one kernel), a float product,
+  // several reduced axes, reductions over axis 0 (column mode) and a transposed operand.
+  auto w = ct::random_uniform<float>({1037}, 24, 0.5f, 1.5f), bias = ct::random_uniform<float>({1037}, 25, -1.0f, 1.0f);
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::layer_norm(x, -1, 1e-5f, w, bias)); }, "layer_norm w b f32");
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::prod(1.0f + x / 1037.0f, -1)); }, "prod f32");
+  auto x3 = ct::random_uniform<float>({7, 33, 45}, 26, -3.0f, 3.0f);
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::mean(x3, dims{0, 2})); }, "mean axes 0 2");
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::max(x, 0)); }, "max axis 0");
+  expect_same_under_every_executor<std::int64_t>([&] { return ct::eval(ct::argmax(x, 0)); }, "argmax axis 0");
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::logsumexp(x, 0)); }, "logsumexp axis 0");
+  auto xt = ct::random_uniform<float>({301, 67}, 27, -3.0f, 3.0f).transpose();
+  expect_same_under_every_executor<float>([&] { return ct::eval(ct::softmax(xt, -1)); }, "softmax transposed");
 }
 
 TEST_CASE("contract §5: a throwing functor leaves the destination unchanged", "[scheduling][fused]") {
@@ -168,24 +180,85 @@ TEST_CASE("contract §5: a throwing functor leaves the destination unchanged", "
   }
 }
 
+TEST_CASE("contract §5: a functor throwing in a pure elementwise expression changes nothing", "[scheduling][fused]") {
+  auto x = ct::random_uniform<float>({64, 100}, 6);
+  executor_zoo zoo;
+  for (index_t bad : {index_t{0}, index_t{3250}, index_t{6399}}) {  // first, middle, last element
+    for (auto& [name, exec] : zoo.all()) {
+      auto dest = ct::full<float>(dims{64, 100}, -1.0f);
+      auto before = dest.clone();
+      auto at = ct::cast<float>(ct::arange<int>(6400).reshape({64, 100}));
+      auto thrower = [bad](float v, float i) {
+        if (static_cast<index_t>(i) == bad) throw std::domain_error("bad element");
+        return v * 2.0f;
+      };
+      ct::executor_scope scope(exec);
+      INFO("element " << bad << " under " << name);
+      CHECK_THROWS_AS(ct::eval(ct::map(thrower, x, at) + 1.0f, dest), std::domain_error);
+      CHECK(ct_test::bitwise_equal(dest, before));
+    }
+  }
+}
+
+// An integer division by zero throws while results are being written, like a functor: the
+// results are staged, so the destination stays as it was (plain, fused and reduced results).
+TEST_CASE("contract §5: integer division by zero leaves the destination unchanged", "[scheduling][fused]") {
+  auto a = ct::full<int>(dims{64, 100}, 7);
+  executor_zoo zoo;
+  for (index_t bad_row : {index_t{0}, index_t{32}, index_t{63}}) {
+    auto b = ct::full<int>(dims{64, 100}, 1);
+    b(bad_row, 99) = 0;
+    for (auto& [name, exec] : zoo.all()) {
+      ct::executor_scope scope(exec);
+      INFO("zero in row " << bad_row << " under " << name);
+      auto dest = ct::full<int>(dims{64, 100}, -1);
+      auto before = dest.clone();
+      CHECK_THROWS_WITH(ct::eval(a / b, dest), Catch::Contains("integer division by zero") && Catch::Contains("[64, 100]"));
+      CHECK(ct_test::bitwise_equal(dest, before));
+      CHECK_THROWS_AS(ct::eval(a / b + ct::sum(a, -1, true), dest), ct::error);
+      CHECK(ct_test::bitwise_equal(dest, before));
+      CHECK_THROWS_AS(ct::eval(a / b - ct::max(a, -1, true), dest), ct::error);
+      CHECK(ct_test::bitwise_equal(dest, before));
+      auto sums = ct::full<int>(dims{64}, -1);
+      auto sums_before = sums.clone();
+      CHECK_THROWS_AS(ct::eval(ct::sum(a / b, -1), sums), ct::error);
+      CHECK(ct_test::bitwise_equal(sums, sums_before));
+    }
+  }
+  // Without a zero divisor the same expressions work (7 / 1 = 7; row sums 700).
+  auto b = ct::full<int>(dims{64, 100}, 1);
+  auto dest = ct::full<int>(dims{64, 100}, -1);
+  ct::eval(a / b + ct::sum(a, -1, true), dest);
+  CHECK(dest(5, 7) == 707);
+  CHECK(dest(63, 99) == 707);
+}
+
 TEST_CASE("contract §5: failing scratch allocation leaves the destination unchanged", "[scheduling][fused]") {
   auto x = ct::random_uniform<float>({64, 100}, 5);
   auto dest = ct::full<float>(dims{64, 100}, 2.0f);
   auto before = dest.clone();
   counting_executor counter;
   ct::executor_scope scope(counter.get());
-  for (int k = 1; k <= 2; ++k) {  // the first, then the second allocation fails
-    ct::detail::fail_next_scratch_allocations(k);
-    if (k == 2) {
-      // The staged path allocates twice (staging buffer, scratch); a functor forces it.
-      CHECK_THROWS_AS(ct::eval(ct::softmax(ct::map([](float v) { return v; }, x), -1), dest), std::bad_alloc);
-    } else {
-      CHECK_THROWS_AS(ct::eval(ct::softmax(x, -1), dest), std::bad_alloc);
-    }
+  // The plain path allocates once (scratch); the staged path, which a functor forces, twice
+  // (staging buffer, then scratch): fail each of those allocations in turn.
+  ct::detail::fail_next_scratch_allocations(1);
+  CHECK_THROWS_AS(ct::eval(ct::softmax(x, -1), dest), std::bad_alloc);
+  CHECK(ct_test::bitwise_equal(dest, before));
+  for (int skip : {0, 1}) {
+    INFO("staged, allocations let through first: " << skip);
+    ct::detail::fail_next_scratch_allocations(1, skip);
+    CHECK_THROWS_AS(ct::eval(ct::softmax(ct::map([](float v) { return v; }, x), -1), dest), std::bad_alloc);
     ct::detail::fail_next_scratch_allocations(0);
     CHECK(ct_test::bitwise_equal(dest, before));
   }
   CHECK(counter.calls == 0);  // scratch is allocated before scheduling
+  // There are exactly those two: with both let through, nothing fails.
+  auto staged_dest = dest.clone();
+  ct::detail::fail_next_scratch_allocations(1, 2);
+  CHECK_NOTHROW(ct::eval(ct::softmax(ct::map([](float v) { return v; }, x), -1), staged_dest));
+  ct::detail::fail_next_scratch_allocations(0);
+  CHECK(counter.calls == 1);
+  counter.calls = 0;
   ct::eval(ct::softmax(x, -1), dest);  // and the next call works
   CHECK(counter.calls == 1);
 }

@@ -138,6 +138,14 @@ TEST_CASE("reduce: empty axes give identities or a clear error", "[reduce]") {
   CHECK_THROWS_AS(ct::eval(ct::max(e, 1)), ct::empty_reduction_error);
   CHECK_THROWS_WITH(ct::eval(ct::argmin(e, 1)), Catch::Contains("empty") && Catch::Contains("[3, 0]"));
   CHECK(ct::eval(ct::sum(e, 0)).shape() == dims{0});  // zero groups: nothing to do
+  // logsumexp contains a max: one value per row, so the same error. Softmax and log-softmax
+  // over an empty axis have no elements to compute and return an empty result.
+  CHECK_THROWS_AS(ct::eval(ct::logsumexp(e, 1)), ct::empty_reduction_error);
+  CHECK(ct::eval(ct::softmax(e, 1)).shape() == dims{3, 0});
+  CHECK(ct::eval(ct::log_softmax(e, -1)).shape() == dims{3, 0});
+  CHECK(ct::eval(ct::layer_norm(e, 1, 1e-5f)).shape() == dims{3, 0});
+  auto into = ct::zeros<float>(dims{3, 0});
+  CHECK_NOTHROW(ct::eval(ct::softmax(e, 1), into));
 }
 
 TEST_CASE("fused: softmax, log_softmax, logsumexp, layer_norm, rms_norm match references", "[reduce][fused]") {
@@ -226,6 +234,47 @@ TEST_CASE("accuracy: float sums of 1e6-element rows stay within the documented b
     double bound = (static_cast<double>(n) / 32 + 5) * std::ldexp(1.0, -53) * static_cast<double>(mag) +
                    std::ldexp(1.0, -24) * std::fabs(static_cast<double>(exact));
     CHECK(std::fabs(static_cast<double>(s(r)) - static_cast<double>(exact)) <= bound);
+  }
+}
+
+// The exact row sum, compensated (Neumaier) in long double: far below the bounds checked.
+static long double exact_sum(const std::vector<double>& v, std::size_t from, std::size_t n, long double* magnitude) {
+  long double s = 0, c = 0, mag = 0;
+  for (std::size_t i = from; i < from + n; ++i) {
+    const long double x = v[i], t = s + x;
+    c += std::fabs(s) >= std::fabs(x) ? (s - t) + x : (x - t) + s;
+    s = t;
+    mag += std::fabs(x);
+  }
+  *magnitude = mag;
+  return s + c;
+}
+
+TEST_CASE("accuracy: double sums and float means of 1e6-element rows stay within the documented bound", "[reduce][accuracy]") {
+  const index_t n = 1000000;
+  const double lane_bound = (static_cast<double>(n) / 32 + 5) * std::ldexp(1.0, -53);
+  // Double: the same lane-wise bound, then the result is a double (2^-53 relative).
+  auto d = ct::random_uniform<double>({2, n}, 78, -1.0, 100.0);
+  auto ds = ct::eval(ct::sum(d, -1));
+  auto dv = ct_test::values(d);
+  for (index_t r = 0; r < 2; ++r) {
+    long double mag = 0;
+    const long double exact = exact_sum(dv, static_cast<std::size_t>(r * n), static_cast<std::size_t>(n), &mag);
+    const double bound = lane_bound * static_cast<double>(mag) + std::ldexp(1.0, -53) * std::fabs(static_cast<double>(exact));
+    CHECK(std::fabs(static_cast<double>(static_cast<long double>(ds(r)) - exact)) <= bound);
+    CHECK(bound < 1e-8 * static_cast<double>(std::fabs(exact)));  // the bound says something
+  }
+  // Float mean = float(sum) / n: the sum's bound over n, plus two float roundings (the sum's
+  // and the division's).
+  auto x = ct::random_uniform<float>({2, n}, 79, -1.0f, 100.0f);
+  auto m = ct::eval(ct::mean(x, -1));
+  auto xv = ct_test::values(x);
+  for (index_t r = 0; r < 2; ++r) {
+    long double mag = 0;
+    const long double exact = exact_sum(xv, static_cast<std::size_t>(r * n), static_cast<std::size_t>(n), &mag) / n;
+    const double bound = lane_bound * static_cast<double>(mag) / static_cast<double>(n) +
+                         std::ldexp(1.0, -23) * std::fabs(static_cast<double>(exact));
+    CHECK(std::fabs(static_cast<double>(static_cast<long double>(m(r)) - exact)) <= bound);
   }
 }
 

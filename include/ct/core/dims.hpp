@@ -121,6 +121,15 @@ inline int normalize_axis(index_t axis, int rank, const char* op) {
   return static_cast<int>(a);
 }
 
+/// The same for an axis of `shape`, named in the message.
+inline int normalize_axis(index_t axis, const dims& shape, const char* op) {
+  index_t a = axis < 0 ? axis + shape.size() : axis;
+  if (a < 0 || a >= shape.size())
+    throw axis_error(std::string("ct::") + op + ": axis " + std::to_string(axis) + " is out of range for shape " +
+                     shape.str());
+  return static_cast<int>(a);
+}
+
 /// NumPy broadcasting of two shapes; throws shape_error naming both shapes.
 inline dims broadcast_shapes(const dims& a, const dims& b, const char* op = "broadcast") {
   int r = std::max(a.size(), b.size());

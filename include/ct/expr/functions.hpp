@@ -31,23 +31,33 @@ struct unary_fn : simple_fn<opcode::unary, static_cast<std::uint8_t>(K)> {
   using result = T;
 };
 
+// The names broadcast errors give ("ct::operator+: shapes [2, 3] and [4] do not broadcast").
+constexpr const char* binary_name(kernels::binary_op k) {
+  constexpr const char* names[] = {"operator+", "operator-", "operator*", "operator/", "minimum", "maximum", "pow"};
+  return names[static_cast<int>(k)];
+}
+constexpr const char* compare_name(compare_op c) {
+  constexpr const char* names[] = {"operator==", "operator!=", "operator<", "operator<=", "operator>", "operator>="};
+  return names[static_cast<int>(c)];
+}
+
 template <kernels::binary_op K>
 struct binary_fn : simple_fn<opcode::binary, static_cast<std::uint8_t>(K)> {
-  static constexpr const char* name = "binary";
+  static constexpr const char* name = binary_name(K);
   template <class T, class U>
   using result = T;
 };
 
 template <compare_op C>
 struct compare_fn : simple_fn<opcode::compare, static_cast<std::uint8_t>(C)> {
-  static constexpr const char* name = "compare";
+  static constexpr const char* name = compare_name(C);
   template <class T, class U>
   using result = bool;
 };
 
 template <opcode Code>
 struct logical_fn : simple_fn<Code> {
-  static constexpr const char* name = "logical";
+  static constexpr const char* name = Code == opcode::logical_and ? "logical_and" : Code == opcode::logical_or ? "logical_or" : "logical_not";
   template <class... T>
   using result = bool;
 };
@@ -92,9 +102,10 @@ struct map_fn {
     return &map_tile<F, result<A...>, A...>;
   }
   map_tile_fn fn = nullptr;
+  std::uint64_t id = 0;  // next_map_id(): copies of this node are one call per element
   template <std::size_t N>
   int emit(program& p, dtype t, const std::array<int, N>& r) const {
-    return p.emit_map(t, &f, fn, std::vector<int>(r.begin(), r.end()));
+    return p.emit_map(t, &f, fn, std::vector<int>(r.begin(), r.end()), id);
   }
 };
 
@@ -319,6 +330,7 @@ auto map(F f, const A&... a) {
   static_assert(sizeof...(A) >= 1 && sizeof...(A) <= 16, "ct::map takes 1 to 16 operands");
   detail::map_fn<F> m{std::move(f)};
   m.fn = detail::map_fn<F>::template trampoline<detail::value_t<A>...>();
+  m.id = detail::next_map_id();
   static_assert(is_element_v<typename detail::map_fn<F>::template result<detail::value_t<A>...>>,
                 "ct::map: the functor must return float, double, int32, int64 or bool");
   return detail::make_fn(std::move(m), detail::to_node(a)...);

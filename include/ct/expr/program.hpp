@@ -6,6 +6,7 @@
 // tile, with precompiled kernels. Expression templates therefore instantiate little code in
 // the user's translation unit; only ct::map functors do (a small per-tile trampoline).
 #pragma once
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -59,7 +60,13 @@ struct instruction {
   int leaf = -1;  // load: index into program::leaves; map: index into program::maps
   double fvalue = 0;
   std::int64_t ivalue = 0;
-  bool operator==(const instruction&) const = default;
+  /// Identical instructions are merged (program::emit), so constants compare by bit pattern:
+  /// -0.0 and +0.0 are different constants (1/(x*-0.0) is -inf), as are NaNs with different bits.
+  bool operator==(const instruction& o) const noexcept {
+    return op == o.op && type == o.type && sub == o.sub && args[0] == o.args[0] && args[1] == o.args[1] &&
+           args[2] == o.args[2] && leaf == o.leaf && std::bit_cast<std::uint64_t>(fvalue) == std::bit_cast<std::uint64_t>(o.fvalue) &&
+           ivalue == o.ivalue;
+  }
 };
 
 struct leaf_info {
@@ -73,7 +80,11 @@ struct map_call {
   const void* functor;
   map_tile_fn fn;
   std::vector<int> args;
+  std::uint64_t id;  // of the ct::map node (next_map_id): copies of one node share it
 };
+
+/// A process-wide unique id for a new ct::map node.
+std::uint64_t next_map_id() noexcept;
 
 /// The lowered expression plus its iteration space. Built by the expression nodes.
 class program {
@@ -85,7 +96,9 @@ class program {
   /// Bit a set when axis a of the full shape is reduced by the expression's reducers.
   std::uint32_t reduce_mask() const noexcept { return reduce_mask_; }
   bool has_reducers() const noexcept { return has_reducers_; }
-  bool can_throw() const noexcept { return !maps_.empty(); }
+  /// Some instruction may throw while results are written (a user functor, an integer
+  /// division): run_program then stages the results so a failure changes nothing.
+  bool can_throw() const noexcept { return !maps_.empty() || integer_division_; }
   const std::vector<instruction>& code() const noexcept { return code_; }
   const std::vector<leaf_info>& leaves() const noexcept { return leaves_; }
   const std::vector<map_call>& maps() const noexcept { return maps_; }
@@ -94,8 +107,10 @@ class program {
   int emit(const instruction& in);
   /// A load of a tensor with the given shape and strides, broadcast into the full shape.
   int emit_load(const void* data, dtype type, const dims& shape, const dims& strides);
-  /// A user functor call; never merged with another (functors may have state).
-  int emit_map(dtype type, const void* functor, map_tile_fn fn, std::vector<int> args);
+  /// A user functor call. Calls of the same ct::map node (the same id: the node copied into
+  /// several places of the expression, as softmax(m) does) on the same operands are one
+  /// instruction, so the functor runs once per element; separate ct::map calls never merge.
+  int emit_map(dtype type, const void* functor, map_tile_fn fn, std::vector<int> args, std::uint64_t id);
   /// A reducer over `axes` of an argument of shape arg_shape (axes already normalised). Checks
   /// that every reducer of the expression reduces the same axes of the full shape.
   int emit_reduce(reduce_op op, dtype type, int arg, const dims& arg_shape, const dims& axes, const char* name);
@@ -105,6 +120,7 @@ class program {
   bool fused_multiply_add_;
   std::uint32_t reduce_mask_ = 0;
   bool has_reducers_ = false;
+  bool integer_division_ = false;
   std::vector<instruction> code_;
   std::vector<leaf_info> leaves_;
   std::vector<map_call> maps_;
@@ -123,7 +139,8 @@ struct destination {
 /// writing element root of every position into dest. `op` names the operation in errors.
 void run_program(const program& p, int root, const destination& dest, const char* op);
 
-/// Test hook: the next `n` scratch allocations of the evaluator throw std::bad_alloc.
-void fail_next_scratch_allocations(int n) noexcept;
+/// Test hook: after `skip` more scratch allocations of the evaluator (the staging buffer and
+/// the per-callback scratch), the next `n` throw std::bad_alloc.
+void fail_next_scratch_allocations(int n, int skip = 0) noexcept;
 
 }  // namespace ct::detail

@@ -35,15 +35,15 @@ inline const char* reduce_name(reduce_op op) {
   return "reduce";
 }
 
-/// Normalised, sorted, distinct axes of a shape of rank `rank` (empty list = every axis).
-inline dims normalize_axes(const dims& axes, int rank, const char* op, bool all_if_empty) {
+/// Normalised, sorted, distinct axes of `shape` (empty list = every axis).
+inline dims normalize_axes(const dims& axes, const dims& shape, const char* op, bool all_if_empty) {
   dims out;
   if (axes.empty() && all_if_empty) {
-    for (int a = 0; a < rank; ++a) out.push_back(a);
+    for (int a = 0; a < shape.size(); ++a) out.push_back(a);
     return out;
   }
   for (index_t a : axes) {
-    int n = normalize_axis(a, rank, op);
+    int n = normalize_axis(a, shape, op);
     if (std::find(out.begin(), out.end(), n) != out.end())
       throw axis_error(std::string("ct::") + op + ": axis " + std::to_string(a) + " repeated in " + axes.str());
     out.push_back(n);
@@ -110,7 +110,7 @@ auto reduce(const X& x, const dims& axes, bool keepdims, bool all_if_empty) {
                 "ct::all/ct::any need a bool operand (compare first, e.g. ct::any(x > 0))");
   static_assert(!((Op != reduce_op::all && Op != reduce_op::any && Op != reduce_op::sum) && std::is_same_v<V, bool>),
                 "this reduction is not defined for bool; cast first");
-  dims ax = normalize_axes(axes, node.shape().size(), reduce_name(Op), all_if_empty);
+  dims ax = normalize_axes(axes, node.shape(), reduce_name(Op), all_if_empty);
   return make_reduction(reduce_node<Op, decltype(node)>(node, ax), ax, keepdims);
 }
 
@@ -174,6 +174,7 @@ template <detail::operand X>
 auto logsumexp(const X& x, const dims& axes, bool keepdims = false) {
   using T = detail::value_t<X>;
   static_assert(std::is_floating_point_v<T>, "ct::logsumexp needs floating-point operands");
+  detail::normalize_axes(axes, detail::to_node(x).shape(), "logsumexp", true);  // errors under this name
   auto m = max(x, axes, true);
   dims ax = m.axes;
   auto shift = where(abs(m.expr) < std::numeric_limits<T>::infinity(), m.expr, T(0));

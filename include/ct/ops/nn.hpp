@@ -6,10 +6,18 @@
 #include "ct/expr/reductions.hpp"
 
 namespace ct {
+namespace detail {
+// Checks the axis under the caller's name first (the max or mean inside would name itself).
+template <class X>
+void check_norm_axis(const X& x, int axis, const char* op) {
+  normalize_axis(axis, to_node(x).shape(), op);
+}
+}  // namespace detail
 
 /// exp(x - max) / sum(exp(x - max)) along axis.
 template <detail::operand X>
 auto softmax(const X& x, int axis = -1) {
+  detail::check_norm_axis(x, axis, "softmax");
   auto e = exp(x - max(x, axis, true));
   return e / sum(e, axis, true);
 }
@@ -17,6 +25,7 @@ auto softmax(const X& x, int axis = -1) {
 /// (x - max) - log(sum(exp(x - max))) along axis.
 template <detail::operand X>
 auto log_softmax(const X& x, int axis = -1) {
+  detail::check_norm_axis(x, axis, "log_softmax");
   auto d = x - max(x, axis, true);
   return d - log(sum(exp(d), axis, true));
 }
@@ -24,6 +33,7 @@ auto log_softmax(const X& x, int axis = -1) {
 /// (x - mean) * rsqrt(mean((x - mean)^2) + eps) along axis (biased variance, like PyTorch).
 template <detail::operand X>
 auto layer_norm(const X& x, int axis, detail::value_t<X> eps) {
+  detail::check_norm_axis(x, axis, "layer_norm");
   auto d = x - mean(x, axis, true);
   return d * rsqrt(mean(square(d), axis, true) + eps);
 }
@@ -36,6 +46,7 @@ auto layer_norm(const X& x, int axis, detail::value_t<X> eps, const W& weight, c
 /// x * rsqrt(mean(x^2) + eps) along axis.
 template <detail::operand X>
 auto rms_norm(const X& x, int axis, detail::value_t<X> eps) {
+  detail::check_norm_axis(x, axis, "rms_norm");
   return x * rsqrt(mean(square(x), axis, true) + eps);
 }
 template <detail::operand X, detail::operand W>
