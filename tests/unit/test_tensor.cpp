@@ -80,6 +80,7 @@ TEST_CASE("tensor: slicing follows Python semantics", "[tensor]") {
   CHECK(t.slice(0, 5, 2).size() == 0);
   CHECK_THROWS_AS(t.slice(0, 0, 5, 0), ct::index_error);
   CHECK_THROWS_AS(t.slice(1, 0, 5), ct::axis_error);
+  CHECK_THROWS_WITH(t.slice(1, 0, 5), Catch::Contains("ct::slice") && Catch::Contains("axis 1") && Catch::Contains("[10]"));
 
   auto m = ct::arange<float>(12).reshape({3, 4});
   auto s = m.slice({{1, {}}, {{}, {}, 2}});

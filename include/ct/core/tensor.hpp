@@ -66,7 +66,7 @@ class tensor {
 
   int rank() const noexcept { return shape_.size(); }
   const dims& shape() const noexcept { return shape_; }
-  index_t shape(int axis) const { return shape_[normalize_axis(axis, rank(), "tensor::shape")]; }
+  index_t shape(int axis) const { return shape_[normalize_axis(axis, shape_, "tensor::shape")]; }
   /// Strides in elements (not bytes); 0 along broadcast axes.
   const dims& strides() const noexcept { return strides_; }
   index_t size() const noexcept {
@@ -134,7 +134,7 @@ class tensor {
   /// Python-style slice of one axis: start/stop clamp, negative values count from the end.
   tensor slice(int axis, std::optional<index_t> start, std::optional<index_t> stop,
                index_t step = 1) const {
-    int a = normalize_axis(axis, rank(), "slice");
+    int a = normalize_axis(axis, shape_, "slice");
     if (step == 0) throw index_error("ct::slice: step must not be 0 (axis " + std::to_string(a) + ")");
     index_t n = shape_[a];
     auto clamp = [&](std::optional<index_t> v, index_t dflt) {
@@ -167,7 +167,7 @@ class tensor {
 
   /// The sub-tensor at index i of axis (negative counts from the end); drops that axis.
   tensor select(int axis, index_t i) const {
-    int a = normalize_axis(axis, rank(), "select");
+    int a = normalize_axis(axis, shape_, "select");
     index_t x = i < 0 ? i + shape_[a] : i;
     if (x < 0 || x >= shape_[a])
       throw index_error("ct::select: index " + std::to_string(i) + " is out of range for axis " +
@@ -185,7 +185,7 @@ class tensor {
     dims shp = dims::filled(rank(), 0), str = dims::filled(rank(), 0);
     unsigned seen = 0;
     for (int i = 0; i < rank(); ++i) {
-      int a = normalize_axis(order[i], rank(), "permute");
+      int a = normalize_axis(order[i], shape_, "permute");
       if (seen & (1u << a)) throw axis_error("ct::permute: axis repeated in order " + order.str());
       seen |= 1u << a;
       shp[i] = shape_[a];
@@ -201,7 +201,7 @@ class tensor {
   }
   /// Swaps two axes.
   tensor transpose(int axis0, int axis1) const {
-    int a = normalize_axis(axis0, rank(), "transpose"), b = normalize_axis(axis1, rank(), "transpose");
+    int a = normalize_axis(axis0, shape_, "transpose"), b = normalize_axis(axis1, shape_, "transpose");
     dims order;
     for (int i = 0; i < rank(); ++i) order.push_back(i);
     std::swap(order[a], order[b]);
@@ -269,7 +269,7 @@ class tensor {
   }
   /// Drops one axis, which must have extent 1.
   tensor squeeze(int axis) const {
-    int a = normalize_axis(axis, rank(), "squeeze");
+    int a = normalize_axis(axis, shape_, "squeeze");
     if (shape_[a] != 1)
       throw shape_error("ct::squeeze: axis " + std::to_string(a) + " of shape " + shape_.str() + " is not 1");
     dims shp = shape_, str = strides_;
