@@ -91,8 +91,15 @@ inline executor asio_executor(boost::asio::thread_pool& pool, int workers, asio_
       job->run_and_wait();
       return;
     }
+    // A helper that cannot be posted (post throws, e.g. bad_alloc) is simply missing: the
+    // caller and the helpers already posted claim the remaining chunks, so the call still
+    // completes, and run_and_wait still waits for every helper that did start. Letting the
+    // error out here would return while posted helpers run the callback.
     if (options.linger.count() == 0) {
-      for (index_t i = 0; i < helpers; ++i) boost::asio::post(*p, [job] { job->help(); });
+      try {
+        for (index_t i = 0; i < helpers; ++i) boost::asio::post(*p, [job] { job->help(); });
+      } catch (...) {
+      }
       job->run_and_wait();
       return;
     }
@@ -100,12 +107,15 @@ inline executor asio_executor(boost::asio::thread_pool& pool, int workers, asio_
     const index_t waiting = std::min<index_t>(helpers, board->waiting());
     board->offer(job);
     const auto linger = std::chrono::duration_cast<std::chrono::nanoseconds>(options.linger);
-    for (index_t i = waiting; i < helpers; ++i)
-      boost::asio::post(*p, [job, board, linger]() mutable {
-        job->help();
-        job.reset();  // finished with it; later jobs come from the board
-        board->linger(linger);
-      });
+    try {
+      for (index_t i = waiting; i < helpers; ++i)
+        boost::asio::post(*p, [job, board, linger]() mutable {
+          job->help();
+          job.reset();  // finished with it; later jobs come from the board
+          board->linger(linger);
+        });
+    } catch (...) {  // as above: fewer helpers
+    }
     struct withdraw {
       detail::job_board& board;
       const detail::shared_ranges* job;

@@ -181,6 +181,15 @@ inline T one_value(const instruction& in, const T* a, const T* b) {
   }
 }
 
+// The bookkeeping vectors of one callback's runner, sized before any group runs (plan::prepare)
+// so that a callback allocates nothing: an allocation failing after other callbacks wrote
+// their results would leave the destination partly written (CONTRACT §5).
+struct runner_workspace {
+  std::vector<void*> ptr;
+  std::vector<char> uni;
+  std::vector<index_t> offsets, next_offsets, walk_base, walk_idx, walk_saved;
+};
+
 struct pass_plan {
   std::vector<int> uniforms;   // evaluated once at the start of the pass
   // The same as the runner executes them: a one_value instruction with its operands (b = a
@@ -370,7 +379,15 @@ class plan {
   std::size_t scratch_bytes() const noexcept { return scratch_bytes_; }
 
   // Evaluates groups [start, end) with the given scratch block.
-  void run(index_t start, index_t end, unsigned char* scratch) const;
+  void run(index_t start, index_t end, unsigned char* scratch, runner_workspace& ws) const;
+  /// Reserves what run() uses of ws, so that run() allocates nothing.
+  void prepare(runner_workspace& ws) const {
+    const std::size_t n = p_.code().size(), k = p_.leaves().size() + 1;
+    ws.ptr.reserve(n);
+    ws.uni.reserve(n);
+    for (auto* v : {&ws.offsets, &ws.next_offsets, &ws.walk_base, &ws.walk_saved}) v->reserve(k);
+    ws.walk_idx.reserve(walk_.size() + k_extents_.size());
+  }
 
  private:
   static std::vector<int> args_of(const instruction& in) {
@@ -395,7 +412,7 @@ class plan {
   void decide_mode();
   void decide_plain();
   template <class T>
-  void run_plain(index_t start, index_t end) const;
+  void run_plain(index_t start, index_t end, runner_workspace& ws) const;
   void plan_pass(int pass);
   void resolve_direct();
   /// No transcendental, pow or user functor is evaluated per element in the output pass.
@@ -587,7 +604,7 @@ void plan::decide_plain() {
 }
 
 template <class T>
-void plan::run_plain(index_t start, index_t end) const {
+void plan::run_plain(index_t start, index_t end, runner_workspace& ws) const {
   const auto& code = p_.code();
   const instruction& red = code[1];
   const auto op = static_cast<reduce_op>(red.sub);
@@ -599,7 +616,8 @@ void plan::run_plain(index_t start, index_t end) const {
   const auto bulk = kernels::resolve_sum<T>(streamed, s);
   auto* dest = static_cast<unsigned char*>(dest_.data);
   const std::size_t esize = dtype_size(dest_.type);
-  std::vector<index_t> offsets(p_.leaves().size() + 1);
+  std::vector<index_t>& offsets = ws.offsets;
+  offsets.assign(p_.leaves().size() + 1, 0);
   const std::size_t dest_k = offsets.size() - 1;
   for (index_t g = start; g < end; ++g) {
     group_offsets(g, offsets);
@@ -1320,17 +1338,20 @@ struct group_runner {
   const plan& pl;
   unsigned char* scratch;
   const program& p;
-  std::vector<void*> ptr;           // current value pointer per instruction
-  std::vector<char> uni;            // uniform flag per instruction
-  std::vector<index_t> offsets;     // per operand: offset of the group's first element
+  std::vector<void*>& ptr;          // current value pointer per instruction
+  std::vector<char>& uni;           // uniform flag per instruction
+  std::vector<index_t>& offsets;    // per operand: offset of the group's first element
   unsigned char* uniform_area;
   reducer_state* states;
   const pass_plan* pass = nullptr;  // the current pass
   const settings s = current_settings();        // fixed for the whole callback
 
-  group_runner(const plan& pl_, unsigned char* s)
-      : pl(pl_), scratch(s), p(pl_.p_), ptr(pl_.p_.code().size()), uni(pl_.uniform_.begin(), pl_.uniform_.end()),
-        offsets(pl_.p_.leaves().size() + 1) {
+  group_runner(const plan& pl_, unsigned char* s, runner_workspace& ws)
+      : pl(pl_), scratch(s), p(pl_.p_), ptr(ws.ptr), uni(ws.uni), offsets(ws.offsets), walk_base(ws.walk_base),
+        walk_idx(ws.walk_idx), walk_saved(ws.walk_saved), next_offsets(ws.next_offsets) {
+    ptr.assign(p.code().size(), nullptr);  // within the capacity plan::prepare reserved
+    uni.assign(pl.uniform_.begin(), pl.uniform_.end());
+    offsets.assign(p.leaves().size() + 1, 0);
     uniform_area = scratch + pl.cache_at_ + pl.cache_bytes_;
     auto addr = reinterpret_cast<std::uintptr_t>(uniform_area + p.code().size() * 8);
     addr = (addr + alignof(reducer_state) - 1) / alignof(reducer_state) * alignof(reducer_state);
@@ -1530,7 +1551,7 @@ struct group_runner {
     });
   }
 
-  std::vector<index_t> walk_base, walk_idx, walk_saved;
+  std::vector<index_t>& walk_base, &walk_idx, &walk_saved;
 
   // Runs `body(n, pos, tile offsets)` over the merged reduced axes, tile by tile.
   template <class Body>
@@ -1557,7 +1578,7 @@ struct group_runner {
     offsets = saved;
   }
 
-  std::vector<index_t> next_offsets;  // of group g + 1 while group g runs (prefetch_next)
+  std::vector<index_t>& next_offsets;  // of group g + 1 while group g runs (prefetch_next)
   bool has_next = false;
   // This group's rows were prefetched by a kernel of the previous group (has_next then, and
   // plan::rows_prefetched_): its first pass reads them from the caches and issues no
@@ -1677,17 +1698,20 @@ struct column_runner {
   const plan& pl;
   unsigned char* scratch;
   const program& p;
-  std::vector<void*> ptr;
-  std::vector<char> uni;  // scalar flags
-  std::vector<index_t> offsets;
+  std::vector<void*>& ptr;
+  std::vector<char>& uni;  // scalar flags
+  std::vector<index_t>& offsets;
   unsigned char* invariant_area;
   column_state* states;
   index_t block = 0;  // groups in the current block
-  std::vector<index_t> walk_saved, walk_idx;  // reused by every block
+  std::vector<index_t>& walk_saved, &walk_idx;  // reused by every block
 
-  column_runner(const plan& pl_, unsigned char* s)
-      : pl(pl_), scratch(s), p(pl_.p_), ptr(pl_.p_.code().size()), uni(pl_.scalar_.begin(), pl_.scalar_.end()),
-        offsets(pl_.p_.leaves().size() + 1) {
+  column_runner(const plan& pl_, unsigned char* s, runner_workspace& ws)
+      : pl(pl_), scratch(s), p(pl_.p_), ptr(ws.ptr), uni(ws.uni), offsets(ws.offsets), walk_saved(ws.walk_saved),
+        walk_idx(ws.walk_idx) {
+    ptr.assign(p.code().size(), nullptr);  // within the capacity plan::prepare reserved
+    uni.assign(pl.scalar_.begin(), pl.scalar_.end());
+    offsets.assign(p.leaves().size() + 1, 0);
     invariant_area = scratch + pl.cache_at_;
     auto addr = reinterpret_cast<std::uintptr_t>(invariant_area + p.code().size() * static_cast<std::size_t>(pl.block_) * 8);
     addr = (addr + 63) / 64 * 64;
@@ -1901,21 +1925,21 @@ struct column_runner {
   }
 };
 
-void plan::run(index_t start, index_t end, unsigned char* scratch) const {
+void plan::run(index_t start, index_t end, unsigned char* scratch, runner_workspace& ws) const {
   if (plain_) {
-    if (p_.code()[0].type == dtype::f32) run_plain<float>(start, end);
-    else run_plain<double>(start, end);
+    if (p_.code()[0].type == dtype::f32) run_plain<float>(start, end, ws);
+    else run_plain<double>(start, end, ws);
     return;
   }
   if (!column_) {
-    group_runner runner(*this, scratch);
+    group_runner runner(*this, scratch, ws);
     for (index_t g = start; g < end; ++g) runner.run_group(g, g + 1 < end);
     if (stream_) stream_fence();  // the results must be visible once this callback returns
     return;
   }
   // Blocks of neighbouring groups along the innermost retained axis; each group's result
   // does not depend on which block it is in.
-  column_runner runner(*this, scratch);
+  column_runner runner(*this, scratch, ws);
   const index_t row = k_extents_.back();
   for (index_t g = start; g < end;) {
     const index_t n = std::min({block_, end - g, row - g % row});
@@ -1958,6 +1982,7 @@ class scratch_pool {
       own_.reset(static_cast<unsigned char*>(::operator new(need, std::align_val_t{64})));
       base_ = own_.get();
     }
+    workspaces_.resize(static_cast<std::size_t>(blocks_));
   }
   ~scratch_pool() {
     if (borrowed_) arena.busy = false;
@@ -1965,19 +1990,18 @@ class scratch_pool {
   scratch_pool(const scratch_pool&) = delete;
   scratch_pool& operator=(const scratch_pool&) = delete;
 
-  unsigned char* acquire() {
+  /// A free block's index (its memory: block(b), its runner's vectors: workspace(b)).
+  int acquire() {
     for (;;) {
       std::uint64_t used = used_.load();
       for (int b = 0; b < blocks_; ++b)
-        if (!(used & (1ull << b)) && used_.compare_exchange_strong(used, used | (1ull << b)))
-          return base_ + bytes_ * static_cast<std::size_t>(b);
+        if (!(used & (1ull << b)) && used_.compare_exchange_strong(used, used | (1ull << b))) return b;
       std::this_thread::yield();  // more callbacks than blocks: one finishes soon
     }
   }
-  void release(unsigned char* block) {
-    auto b = static_cast<int>((block - base_) / static_cast<std::ptrdiff_t>(bytes_));
-    used_.fetch_and(~(1ull << b));
-  }
+  void release(int b) { used_.fetch_and(~(1ull << b)); }
+  unsigned char* block(int b) const { return base_ + bytes_ * static_cast<std::size_t>(b); }
+  runner_workspace& workspace(int b) { return workspaces_[static_cast<std::size_t>(b)]; }
 
  private:
   std::size_t bytes_;
@@ -1986,6 +2010,7 @@ class scratch_pool {
   unsigned char* base_ = nullptr;
   std::unique_ptr<unsigned char, caller_arena::aligned_delete> own_;
   std::atomic<std::uint64_t> used_{0};
+  std::vector<runner_workspace> workspaces_;
 };
 
 bool ranges_overlap(const void* a, index_t amin, index_t amax, std::size_t asize, const void* b, index_t bmin,
@@ -2039,14 +2064,15 @@ void run_program(const program& p, int root, const destination& dest, const char
   static const unsigned max_blocks = std::min(64u, std::max(2u, std::thread::hardware_concurrency() + 1));
   const int blocks = parallel ? static_cast<int>(std::min<index_t>(groups, max_blocks)) : 1;
   scratch_pool pool(pl.scratch_bytes(), blocks);
+  for (int b = 0; b < blocks; ++b) pl.prepare(pool.workspace(b));
   schedule(op, groups, [&](index_t start, index_t end) {
-    unsigned char* block = pool.acquire();
+    const int b = pool.acquire();
     struct releaser {
       scratch_pool& pool;
-      unsigned char* block;
-      ~releaser() { pool.release(block); }
-    } release{pool, block};
-    pl.run(start, end, block);
+      int b;
+      ~releaser() { pool.release(b); }
+    } release{pool, b};
+    pl.run(start, end, pool.block(b), pool.workspace(b));
   });
   if (staged) {
     // Copy the staged results to the caller's destination, position by position.

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <optional>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -139,13 +141,14 @@ TEST_CASE("contract §3: callbacks run with an empty executor binding and the ca
   const ct::settings caller{ct::backend::scalar, ct::fma_policy::separate};
   REQUIRE_FALSE(caller == ct::settings{});  // differs from what worker threads hold by default
 
-  auto check_under = [&](ct::executor exec, bool expect_other_threads) {
+  auto check_under = [&](ct::executor exec, bool expect_other_threads, std::chrono::microseconds work = 0us) {
     std::mutex m;
     std::vector<std::thread::id> threads;
     std::atomic<int> bad_binding{0}, bad_settings{0};
     ct::executor_scope scope(std::move(exec));
     ct::settings_scope s(caller);
     ct::parallel_for(300, [&](index_t, index_t) {
+      std::this_thread::sleep_for(work);
       if (ct::current_executor()) ++bad_binding;
       if (!(ct::current_settings() == caller)) ++bad_settings;
       std::lock_guard<std::mutex> lock(m);
@@ -163,7 +166,8 @@ TEST_CASE("contract §3: callbacks run with an empty executor binding and the ca
   SECTION("three-worker pool threads") { check_under(ct_test::three_worker_executor(), true); }
   SECTION("asio pool threads") {
     boost::asio::thread_pool pool(3);
-    check_under(ct::asio_executor(pool, 4, ct_test::sharing()), false);
+    // 1 ms per range: longer than a posted helper needs to start, so helpers do take ranges.
+    check_under(ct::asio_executor(pool, 4, ct_test::sharing()), true, 1000us);
     pool.join();
   }
 }
@@ -532,4 +536,110 @@ TEST_CASE("contract §1: range_callback is a cheap non-owning reference", "[exec
   CHECK(sum == 10);
   STATIC_REQUIRE(sizeof(ct::range_callback) == 2 * sizeof(void*));
   STATIC_REQUIRE(std::is_trivially_copyable_v<ct::range_callback>);
+}
+
+// The number of threads of this process, from /proc (Linux).
+static int thread_count() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int n = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::sscanf(line, "Threads: %d", &n) == 1) break;
+  std::fclose(f);
+  return n;
+}
+
+TEST_CASE("contract §1: the core creates no threads", "[executor][contract]") {
+  auto a = ct::random_uniform<float>({200, 300}, 1), b = ct::random_uniform<float>({300, 100}, 2);
+  const int before = thread_count();
+  REQUIRE(before > 0);
+  for (bool serial : {false, true}) {
+    ct::executor_scope scope(serial ? ct_test::serial_64_executor() : ct::executor{});
+    (void)ct::matmul(a, b);
+    (void)ct::eval(ct::softmax(a, -1));
+    (void)ct::eval(ct::sum(a, 0));
+    (void)ct::matmul(a, ct::random_uniform<float>({300}, 3));
+    CHECK(thread_count() == before);
+  }
+}
+
+TEST_CASE("contract §1: an empty executor runs the whole range once on the calling thread", "[executor][contract]") {
+  for (bool explicit_empty : {false, true}) {
+    std::optional<ct::executor_scope> scope;
+    if (explicit_empty) scope.emplace(ct::executor{});
+    std::vector<std::pair<index_t, index_t>> calls;
+    std::vector<std::thread::id> threads;
+    ct::parallel_for(100, [&](index_t s, index_t e) {
+      calls.push_back({s, e});
+      threads.push_back(std::this_thread::get_id());
+    });
+    REQUIRE(calls.size() == 1);
+    CHECK(calls[0] == std::pair<index_t, index_t>{0, 100});
+    CHECK(threads[0] == std::this_thread::get_id());
+  }
+}
+
+TEST_CASE("contract §3: ct's own operations name themselves, the range and the count in range errors",
+          "[executor][contract]") {
+  // The executor hands out one range past the end: [0, count + 1).
+  ct::executor_scope scope([](index_t n, ct::range_callback cb) { cb(0, n + 1); });
+  auto expect = [](auto&& call, std::vector<std::string> fragments) {
+    try {
+      call();
+      FAIL("no executor_error");
+    } catch (const ct::executor_error& e) {
+      const std::string msg = e.what();
+      INFO(msg);
+      for (const auto& f : fragments) CHECK(msg.find(f) != std::string::npos);
+    }
+  };
+  auto a = ct::ones<float>({4, 3}), b = ct::ones<float>({3, 2});
+  expect([&] { (void)ct::matmul(a, b); }, {"ct::matmul", "[0, 5)", "4"});
+  auto x = ct::ones<float>({6, 10});
+  expect([&] { (void)ct::eval(ct::sum(x, -1)); }, {"ct::eval", "[0, 7)", "6"});
+}
+
+TEST_CASE("contract §3: reductions over zero groups do not call the executor", "[executor][contract]") {
+  int calls = 0;
+  ct::executor_scope scope([&](index_t n, ct::range_callback cb) { ++calls; cb(0, n); });
+  auto empty_rows = ct::zeros<float>({0, 5});
+  CHECK(ct::eval(ct::sum(empty_rows, -1)).shape() == ct::dims{0});
+  CHECK(ct::eval(ct::softmax(empty_rows, -1)).shape() == ct::dims{0, 5});
+  CHECK(ct::eval(ct::argmax(empty_rows, -1)).shape() == ct::dims{0});
+  CHECK(calls == 0);
+}
+
+TEST_CASE("contract §4: the first-index tie rule holds under every partition", "[executor][contract]") {
+  auto rows = ct::zeros<float>({64, 3000});  // every element ties
+  auto cols = ct::zeros<float>({3000, 64});
+  auto ones = ct::ones<double>({37, 1100});
+  std::vector<ct::executor> executors = {ct_test::serial_64_executor(), ct_test::random_partition_executor(7),
+                                         ct_test::three_worker_executor(), ct_test::reverse_singles_executor()};
+  for (auto& exec : executors) {
+    ct::executor_scope scope(exec);
+    CHECK(ct::equal(ct::eval(ct::argmax(rows, -1)), ct::zeros<std::int64_t>({64})));
+    CHECK(ct::equal(ct::eval(ct::argmin(rows, -1)), ct::zeros<std::int64_t>({64})));
+    CHECK(ct::equal(ct::eval(ct::argmax(cols, 0)), ct::zeros<std::int64_t>({64})));
+    CHECK(ct::equal(ct::eval(ct::argmin(ones * -1.0, -1)), ct::zeros<std::int64_t>({37})));
+  }
+}
+
+TEST_CASE("contract §3: bindings come back on the caller's thread when its callback throws", "[executor][contract]") {
+  ct::settings_scope outer({ct::backend::scalar, ct::fma_policy::separate});
+  bool checked = false;
+  auto inner_exec = [&](index_t n, ct::range_callback cb) {
+    try {
+      cb(0, n);
+    } catch (const std::runtime_error&) {
+      // Back on this (the caller's) thread after the throwing callback: its bindings again.
+      checked = static_cast<bool>(ct::current_executor()) &&
+                ct::current_settings().backend == ct::backend::scalar &&
+                ct::current_settings().fma == ct::fma_policy::separate;
+      throw;
+    }
+  };
+  ct::executor_scope scope(inner_exec);
+  CHECK_THROWS_AS(ct::parallel_for(10, [](index_t, index_t) { throw std::runtime_error("body"); }), std::runtime_error);
+  CHECK(checked);
 }

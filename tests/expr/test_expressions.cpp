@@ -1,6 +1,7 @@
 // Elementwise expressions: every operation against a double reference, broadcasting, scalars,
 // strided and foreign operands and destinations, and the errors raised before any work.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 
@@ -199,6 +200,14 @@ TEST_CASE("expr: invalid input raises before anything is written", "[expr]") {
   CHECK(ct::equal(wrong, ct::full<double>(dims{3, 4}, 9.0)));
   auto bcast = ct::zeros<float>(dims{4}).broadcast_to({3, 4});
   CHECK_THROWS_WITH(ct::eval(a + 1.0f, bcast), Catch::Contains("broadcast view"));
+  // A destination whose elements share memory through overlapping strides (element (i, j) at
+  // i + j): groups would race on them; rejected before anything is written.
+  std::vector<float> mem(64, 7.0f);
+  auto overlapping = ct::wrap(mem.data(), {4, 4}, {1, 1});
+  auto sq = ct::random_uniform<float>({4, 4}, 3);
+  CHECK_THROWS_WITH(ct::eval(ct::softmax(sq, -1), overlapping), Catch::Contains("[4, 4]") && Catch::Contains("[1, 1]"));
+  CHECK_THROWS_AS(ct::eval(sq + 1.0f, overlapping), ct::shape_error);
+  CHECK(std::all_of(mem.begin(), mem.end(), [](float v) { return v == 7.0f; }));
 }
 
 TEST_CASE("expr: a*b+c follows the FMA policy", "[expr]") {

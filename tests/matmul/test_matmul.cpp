@@ -1,6 +1,7 @@
 // ct::matmul / ct::dot: semantics against a naive reference, shapes, views, aliasing and
 // errors. Executor determinism lives in test_matmul_scheduling.cpp.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -304,6 +305,12 @@ TEST_CASE("matmul: shape errors name the shapes and come before any executor cal
   expect_error([&] { ct::matmul(good_a, good_b, ct::zeros<float>({1, 40, 6})); }, {"[1, 40, 6]", "[40, 6]"});
   expect_error([&] { ct::matmul(good_a, good_b, ct::zeros<float>({40, 1}).broadcast_to({40, 6})); },
                {"destination", "stride"});
+  // Overlapping strides: element (i, j) at i + j, so rows share memory.
+  std::vector<float> mem(64, 7.0f);
+  auto overlapping = ct::wrap(mem.data(), {4, 4}, {1, 1});
+  expect_error([&] { ct::matmul(ct::ones<float>({4, 5}), ct::ones<float>({5, 4}), overlapping); },
+               {"destination", "[4, 4]", "[1, 1]"});
+  CHECK(std::all_of(mem.begin(), mem.end(), [](float v) { return v == 7.0f; }));
   expect_error([&] { ct::dot(ct::ones<float>({3}), ct::ones<float>({4})); }, {"ct::dot", "[3]", "[4]"});
   expect_error([&] { ct::dot(ct::ones<float>({3, 1}), ct::ones<float>({3})); }, {"ct::dot", "[3, 1]"});
   CHECK(ex.calls == 0);

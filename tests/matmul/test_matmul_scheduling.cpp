@@ -198,6 +198,31 @@ TEST_CASE("matmul scheduling: groups are output rows / output elements in batch-
   CHECK(same_bits(ct::matmul(a, b), want));
 }
 
+// Groups are numbered batch first, then row (matrix products) or element (matrix-vector): an
+// executor that has run only the first three groups has filled exactly batch 0.
+TEST_CASE("contract §4: matmul groups go batch by batch, then row (or element)", "[matmul][scheduling]") {
+  auto check_first_batch = [](auto make, const ct::dims& shape) {
+    auto out = ct::full<float>(shape, -1.0f);
+    bool checked = false;
+    ct::executor_scope scope([&](index_t n, ct::range_callback cb) {
+      REQUIRE(n == 6);
+      cb(0, 3);
+      // Batch 0 complete, batch 1 untouched.
+      auto b0 = out.select(0, 0), b1 = out.select(0, 1);
+      CHECK(ct::eval(ct::all(b0 != -1.0f)).item());
+      CHECK(ct::eval(ct::all(b1 == -1.0f)).item());
+      checked = true;
+      cb(3, 6);
+    });
+    make(out);
+    CHECK(checked);
+    CHECK(ct::eval(ct::all(out != -1.0f)).item());
+  };
+  auto a = operand<float>({2, 3, 7}, 50), b = operand<float>({2, 7, 4}, 51), v = operand<float>({7}, 52);
+  check_first_batch([&](const ct::tensor<float>& out) { ct::matmul(a, b, out); }, {2, 3, 4});  // rows
+  check_first_batch([&](const ct::tensor<float>& out) { ct::matmul(a, v, out); }, {2, 3});     // elements
+}
+
 TEST_CASE("matmul scheduling: one-group products never call the executor", "[matmul][scheduling]") {
   int calls = 0;
   ct::executor_scope bind([&calls](index_t n, ct::range_callback cb) {

@@ -34,6 +34,13 @@ inline ct::executor random_partition_executor(std::uint64_t seed) {
   };
 }
 
+/// Serial, one group per range, last group first.
+inline ct::executor reverse_singles_executor() {
+  return [](ct::index_t count, ct::range_callback cb) {
+    for (ct::index_t g = count - 1; g >= 0; --g) cb(g, g + 1);
+  };
+}
+
 /// ct::pool_executor over the shared three-worker test pool.
 inline ct::executor three_worker_executor() { return ct::pool_executor(shared_pool(), run_three_worker_pool); }
 

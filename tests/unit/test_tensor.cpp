@@ -246,3 +246,18 @@ TEST_CASE("tensor: equal and allclose", "[tensor]") {
   CHECK(ct::allclose(nan, nan, 1e-5, 1e-8, true));
   CHECK_FALSE(ct::equal(a, a.reshape({3, 1})));
 }
+
+TEST_CASE("tensor: elements_distinct tells views whose elements share memory", "[tensor]") {
+  using ct::dims;
+  CHECK(ct::elements_distinct(dims{3, 4}, dims{4, 1}));        // row-major
+  CHECK(ct::elements_distinct(dims{3, 4}, dims{1, 3}));        // column-major
+  CHECK(ct::elements_distinct(dims{3, 4}, dims{-4, -1}));      // reversed
+  CHECK(ct::elements_distinct(dims{3, 4}, dims{10, 2}));       // padded, strided
+  CHECK(ct::elements_distinct(dims{3, 1, 4}, dims{4, 0, 1}));  // stride 0 on an extent-1 axis
+  CHECK(ct::elements_distinct(dims{0, 4}, dims{0, 0}));        // no elements
+  CHECK(ct::elements_distinct(dims{}, dims{}));                // a scalar
+  CHECK_FALSE(ct::elements_distinct(dims{3, 4}, dims{0, 1}));  // broadcast rows
+  CHECK_FALSE(ct::elements_distinct(dims{4, 4}, dims{1, 1}));  // (i, j) at i + j
+  CHECK_FALSE(ct::elements_distinct(dims{2, 3}, dims{2, 1}));  // (0, 2) and (1, 0) both at 2
+  CHECK(ct::elements_distinct(dims{2, 3}, dims{3, 1}));        // exactly adjacent rows
+}

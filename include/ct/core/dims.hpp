@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ct/core/error.hpp"
@@ -98,6 +99,26 @@ inline index_t element_count(const dims& shape) {
       throw shape_error("ct: element count of shape " + shape.str() + " overflows index_t");
   }
   return n;
+}
+
+/// Whether every element of a view with these extents and strides has its own memory. A
+/// sufficient test (the one a destination must pass: several groups writing one element
+/// would race): ordered by |stride|, each axis of extent > 1 steps past everything the
+/// smaller axes span. Stride 0 (broadcast) and views like strides {1, 1} fail it; so do some
+/// exotic interleaved layouts that do not actually overlap (copy those first).
+inline bool elements_distinct(const dims& shape, const dims& strides) {
+  std::vector<std::pair<index_t, index_t>> axes;  // (|stride|, extent) of axes with extent > 1
+  for (int i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) return true;  // no elements at all
+    if (shape[i] > 1) axes.push_back({strides[i] < 0 ? -strides[i] : strides[i], shape[i]});
+  }
+  std::sort(axes.begin(), axes.end());
+  index_t span = 0;  // largest offset reachable with the axes so far
+  for (const auto& [stride, extent] : axes) {
+    if (stride <= span) return false;
+    span += stride * (extent - 1);
+  }
+  return true;
 }
 
 /// Row-major (C order) strides, in elements, for a shape (shape_error when they overflow).

@@ -27,10 +27,9 @@ void eval(const E& e, const tensor<T>& dest) {
     const dims out = detail::result_shape(node);
     if (dest.shape() != out)
       throw shape_error("ct::eval: destination of shape " + dest.shape().str() + " for an expression of shape " + out.str());
-    for (int a = 0; a < dest.rank(); ++a)
-      if (dest.strides()[a] == 0 && dest.shape()[a] > 1)
-        throw shape_error("ct::eval: destination of shape " + dest.shape().str() + " and strides " + dest.strides().str() +
-                          " is a broadcast view (several elements share memory)");
+    if (!elements_distinct(dest.shape(), dest.strides()))
+      throw shape_error("ct::eval: destination of shape " + dest.shape().str() + " and strides " + dest.strides().str() +
+                        " is a broadcast view or has overlapping strides (several elements share memory)");
     detail::program p(node.full_shape(), current_fma() == fma_policy::fused);
     const int root = node.lower(p);
     // Destination strides over the full shape: 0 along reduced axes when they were dropped

@@ -182,15 +182,14 @@ struct aligned_buffer {
 
 template <class T>
 void run(const char* op, const plan& p, tensor<T> a, tensor<T> b, const tensor<T>& c) {
-  // Destination checks first: shape, then no broadcast (stride-0) axes, which would make
-  // several groups write the same element.
+  // Destination checks first: shape, then no elements sharing memory (broadcast or
+  // overlapping strides), which would make several groups write the same element.
   if (c.shape() != p.result)
     throw shape_error(std::string("ct::") + op + ": destination of shape " + c.shape().str() +
                       " does not match the result shape " + p.result.str() + " of " + shapes_str(a.shape(), b.shape()));
-  for (int i = 0; i < c.rank(); ++i)
-    if (c.shape()[i] > 1 && c.strides()[i] == 0)
-      throw shape_error(std::string("ct::") + op + ": destination of shape " + c.shape().str() + " and strides " +
-                        c.strides().str() + " repeats elements (stride 0)");
+  if (!elements_distinct(c.shape(), c.strides()))
+    throw shape_error(std::string("ct::") + op + ": destination of shape " + c.shape().str() + " and strides " +
+                      c.strides().str() + " repeats elements (a broadcast or overlapping view)");
   if (c.size() == 0) return;
   // Snapshot inputs that share memory with the destination: workers write c while others
   // still read a and b.
