@@ -643,3 +643,32 @@ TEST_CASE("contract §3: bindings come back on the caller's thread when its call
   CHECK_THROWS_AS(ct::parallel_for(10, [](index_t, index_t) { throw std::runtime_error("body"); }), std::runtime_error);
   CHECK(checked);
 }
+
+TEST_CASE("contract §3: the core keeps no coverage map; §2: an executor's return value is ignored",
+          "[executor][contract]") {
+  // A count of 2^50 groups: checking ranges is O(1) per range, nothing is sized by count.
+  const index_t huge = index_t{1} << 50;
+  std::vector<std::pair<index_t, index_t>> seen;
+  {
+    ct::executor_scope scope([](index_t n, ct::range_callback cb) { cb(0, n); });
+    ct::parallel_for(huge, [&](index_t s, index_t e) { seen.push_back({s, e}); });
+  }
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0] == std::pair<index_t, index_t>{0, huge});
+  // Coverage is the executor's job: a range skipped is not detected by the core.
+  seen.clear();
+  {
+    ct::executor_scope scope([](index_t n, ct::range_callback cb) { cb(0, n / 2); });
+    CHECK_NOTHROW(ct::parallel_for(10, [&](index_t s, index_t e) { seen.push_back({s, e}); }));
+  }
+  CHECK(seen == std::vector<std::pair<index_t, index_t>>{{0, 5}});
+  // A callable that returns something is a valid executor; the value is dropped.
+  int runs = 0;
+  ct::executor returns_int = [](index_t n, ct::range_callback cb) -> int {
+    cb(0, n);
+    return 42;
+  };
+  ct::executor_scope scope(returns_int);
+  ct::parallel_for(10, [&](index_t, index_t) { ++runs; });
+  CHECK(runs == 1);
+}
