@@ -1959,6 +1959,9 @@ struct caller_arena {
   };
   std::unique_ptr<unsigned char, aligned_delete> memory;
   std::size_t bytes = 0;
+  // The runners' bookkeeping vectors, kept with their capacity like the memory (reserving
+  // them afresh cost 0.3 µs per call of a tiny softmax through two workers).
+  std::vector<runner_workspace> workspaces;
   bool busy = false;
 };
 thread_local caller_arena arena;
@@ -1975,14 +1978,17 @@ class scratch_pool {
         arena.memory.reset(static_cast<unsigned char*>(::operator new(need, std::align_val_t{64})));
         arena.bytes = need;
       }
+      if (arena.workspaces.size() < static_cast<std::size_t>(blocks_)) arena.workspaces.resize(static_cast<std::size_t>(blocks_));
       arena.busy = true;
       borrowed_ = true;
       base_ = arena.memory.get();
+      workspaces_ = arena.workspaces.data();
     } else {
       own_.reset(static_cast<unsigned char*>(::operator new(need, std::align_val_t{64})));
       base_ = own_.get();
+      own_workspaces_.resize(static_cast<std::size_t>(blocks_));
+      workspaces_ = own_workspaces_.data();
     }
-    workspaces_.resize(static_cast<std::size_t>(blocks_));
   }
   ~scratch_pool() {
     if (borrowed_) arena.busy = false;
@@ -2001,7 +2007,7 @@ class scratch_pool {
   }
   void release(int b) { used_.fetch_and(~(1ull << b)); }
   unsigned char* block(int b) const { return base_ + bytes_ * static_cast<std::size_t>(b); }
-  runner_workspace& workspace(int b) { return workspaces_[static_cast<std::size_t>(b)]; }
+  runner_workspace& workspace(int b) { return workspaces_[b]; }
 
  private:
   std::size_t bytes_;
@@ -2010,7 +2016,8 @@ class scratch_pool {
   unsigned char* base_ = nullptr;
   std::unique_ptr<unsigned char, caller_arena::aligned_delete> own_;
   std::atomic<std::uint64_t> used_{0};
-  std::vector<runner_workspace> workspaces_;
+  runner_workspace* workspaces_ = nullptr;  // the arena's, or own_workspaces_
+  std::vector<runner_workspace> own_workspaces_;
 };
 
 bool ranges_overlap(const void* a, index_t amin, index_t amax, std::size_t asize, const void* b, index_t bmin,
