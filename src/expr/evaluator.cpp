@@ -386,7 +386,7 @@ class plan {
     ws.ptr.reserve(n);
     ws.uni.reserve(n);
     for (auto* v : {&ws.offsets, &ws.next_offsets, &ws.walk_base, &ws.walk_saved}) v->reserve(k);
-    ws.walk_idx.reserve(walk_.size() + k_extents_.size());
+    ws.walk_idx.reserve(walk_.size());  // one index per outer merged axis
   }
 
  private:

@@ -133,22 +133,18 @@ inline dims row_major_strides(const dims& shape) {
   return s;
 }
 
-/// Maps a possibly negative axis into [0, rank); throws axis_error naming the operation.
-inline int normalize_axis(index_t axis, int rank, const char* op) {
+/// Maps a possibly negative axis into [0, rank); throws axis_error naming the operation and,
+/// when given, the shape (else the rank).
+inline int normalize_axis(index_t axis, int rank, const char* op, const dims* shape = nullptr) {
   index_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
-    throw axis_error(std::string("ct::") + op + ": axis " + std::to_string(axis) +
-                     " is out of range for rank " + std::to_string(rank));
+    throw axis_error(std::string("ct::") + op + ": axis " + std::to_string(axis) + " is out of range for " +
+                     (shape != nullptr ? "shape " + shape->str() : "rank " + std::to_string(rank)));
   return static_cast<int>(a);
 }
-
-/// The same for an axis of `shape`, named in the message.
+/// The same for an axis of `shape`.
 inline int normalize_axis(index_t axis, const dims& shape, const char* op) {
-  index_t a = axis < 0 ? axis + shape.size() : axis;
-  if (a < 0 || a >= shape.size())
-    throw axis_error(std::string("ct::") + op + ": axis " + std::to_string(axis) + " is out of range for shape " +
-                     shape.str());
-  return static_cast<int>(a);
+  return normalize_axis(axis, shape.size(), op, &shape);
 }
 
 /// NumPy broadcasting of two shapes; throws shape_error naming both shapes.
