@@ -35,7 +35,7 @@ HWY_INLINE V Tanh(D d, V x) {
 /// exp(-|x|): never overflows; the sign of x then picks the matching sigmoid form.
 template <bool kFused, class D, class V>
 HWY_INLINE V ExpNegAbs(D d, V x) {
-  return Exp<kFused>(d, hn::Neg(hn::Abs(x)));
+  return ExpPoly<kFused>(d, hn::Neg(hn::Abs(x)));
 }
 
 template <bool kFused, class D, class V>
