@@ -390,15 +390,39 @@ class plan {
   }
 
  private:
-  static std::vector<int> args_of(const instruction& in) {
-    std::vector<int> out;
-    for (int a : in.args)
-      if (a >= 0) out.push_back(a);
-    return out;
-  }
-  std::vector<int> all_args(const program& p, const instruction& in) const {
-    if (in.op == opcode::map) return p.maps()[static_cast<std::size_t>(in.leaf)].args;
-    return args_of(in);
+  /// The operands of an instruction, viewed in place: `in.args` without its unused (-1)
+  /// entries, or a ct::map's argument list. Planning walks these in nested loops; returning
+  /// them as vectors was a third of the allocations of a small eval.
+  class arg_range {
+   public:
+    arg_range(const int* b, const int* e) : b_(skip(b, e)), e_(e) {}
+    struct iterator {
+      const int* at;
+      const int* end;
+      int operator*() const { return *at; }
+      iterator& operator++() {
+        at = skip(at + 1, end);
+        return *this;
+      }
+      bool operator!=(const iterator& o) const { return at != o.at; }
+    };
+    iterator begin() const { return {b_, e_}; }
+    iterator end() const { return {e_, e_}; }
+
+   private:
+    static const int* skip(const int* p, const int* e) {
+      while (p != e && *p < 0) ++p;
+      return p;
+    }
+    const int* b_;
+    const int* e_;
+  };
+  static arg_range all_args(const program& p, const instruction& in) {
+    if (in.op == opcode::map) {
+      const std::vector<int>& a = p.maps()[static_cast<std::size_t>(in.leaf)].args;
+      return {a.data(), a.data() + a.size()};
+    }
+    return {std::begin(in.args), std::end(in.args)};
   }
   bool leaf_uniform(int leaf) const {
     const auto& st = p_.leaves()[static_cast<std::size_t>(leaf)].strides;
