@@ -17,6 +17,7 @@
 #include "ct/core/strided.hpp"
 #include "ct/exec/parallel_for.hpp"
 #include "ct/expr/program.hpp"
+#include "src/expr/plan_memory.hpp"
 #include "src/expr/column_kernels.hpp"
 #include "src/expr/stream_copy.hpp"
 
@@ -117,7 +118,7 @@ inline void for_pairs(bool ua, bool ub, index_t n, F&& f) {
 // One reduced axis after merging: its extent and the stride of every operand along it.
 struct axis_walk {
   index_t extent;
-  std::vector<index_t> strides;  // [leaf 0 .. leaf n-1, destination]
+  plan_vector<index_t> strides;  // [leaf 0 .. leaf n-1, destination]
 };
 
 // Per-group accumulator of column mode: sequential, one group per element of the block.
@@ -191,27 +192,27 @@ struct runner_workspace {
 };
 
 struct pass_plan {
-  std::vector<int> uniforms;   // evaluated once at the start of the pass
+  plan_vector<int> uniforms;   // evaluated once at the start of the pass
   // The same as the runner executes them: a one_value instruction with its operands (b = a
   // for a unary one), or anything else through the general path (one = false).
   struct uniform_step {
     int i = 0, a = 0, b = 0;
     bool one = false, f64 = false;
   };
-  std::vector<uniform_step> uniform_steps;
-  std::vector<int> varying;    // evaluated per tile, in order
-  std::vector<int> reducers;   // fed per tile (reduction passes only)
-  std::vector<int> reused;     // computed by an earlier pass and kept in the row cache
+  plan_vector<uniform_step> uniform_steps;
+  plan_vector<int> varying;    // evaluated per tile, in order
+  plan_vector<int> reducers;   // fed per tile (reduction passes only)
+  plan_vector<int> reused;     // computed by an earlier pass and kept in the row cache
   struct reuse {               // the same with where they are: scratch + at + position * esize
     int i = 0;
     std::size_t at = 0, esize = 0;
   };
-  std::vector<reuse> reuses;
-  std::vector<int> slot;       // instruction -> tile slot in this pass (-1: none)
-  std::vector<char> prefetch;  // instruction -> a load streaming from memory for the first time in the group
+  plan_vector<reuse> reuses;
+  plan_vector<int> slot;       // instruction -> tile slot in this pass (-1: none)
+  plan_vector<char> prefetch;  // instruction -> a load streaming from memory for the first time in the group
   // instruction -> a prefetched load that only reducers read, whose kernels prefetch as they go
   // (kernels' `streamed`): no burst of prefetches before the tile then.
-  std::vector<char> streamed;
+  plan_vector<char> streamed;
   bool column_sums = false;    // column mode: the pass only sums contiguous float operands (run rows in batches)
   bool prefetch_next = false;  // prefetch the next group's streamed operands during this pass
   // With prefetch_next: an exp or exp(x - u) instruction (sub_first) whose kernel prefetches
@@ -219,20 +220,20 @@ struct pass_plan {
   int prefetch_by = -1, prefetch_leaf = -1;
   // Fused feeding: unary instruction -> the sum reducer it feeds while computing its tile
   // (-1: none); whether the tile must still be written; reducers fed that way.
-  std::vector<int> feeds;
-  std::vector<char> feed_store, fed;
+  plan_vector<int> feeds;
+  plan_vector<char> feed_store, fed;
   // Subtraction folded into the unary function that consumes it: `skip` marks the x - u whose
   // only use is that function, `sub_first` the function, which then reads x and u itself.
-  std::vector<char> skip, sub_first;
+  plan_vector<char> skip, sub_first;
   // op(x - u) whose argument x - u is needed besides (log-softmax keeps x - max for the
   // output): the function -> its kernel also writes x - u (skipped as a step of its own).
-  std::vector<char> sub_keep;
+  plan_vector<char> sub_keep;
   // x - u whose square only feeds a sum (layer norm's variance): instruction x - u -> the
   // square, computed and summed by x - u's kernel (the square itself is skipped); -1: none.
-  std::vector<int> sub_feeds;
+  plan_vector<int> sub_feeds;
   // (x * u) * w [+ c], u one value, with x * u skipped: the multiply / multiply-add -> which of
   // its factors is x * u (0/1) + 2 * which factor of x * u is u (0/1); -1: none.
-  std::vector<signed char> scale_first;
+  plan_vector<signed char> scale_first;
   int slots = 0;
 
   // The pass's varying instructions (skipped ones left out) as the row runner executes them,
@@ -271,7 +272,7 @@ struct pass_plan {
     std::size_t keep_at = 0;
     index_t keep_step = 0;
   };
-  std::vector<step> steps;
+  plan_vector<step> steps;
   // Reducers fed per tile by the runner (not by their argument's kernel).
   struct feed {
     int r = 0, a = 0;            // the reducer and its argument
@@ -280,7 +281,7 @@ struct pass_plan {
     void (*bulk)() = nullptr;    // sum: kernels::resolve_sum(false) (nullptr: the scalar backend)
     void (*bulk_streamed)() = nullptr;  // sum: kernels::resolve_sum(true)
   };
-  std::vector<feed> feeds_list;
+  plan_vector<feed> feeds_list;
 };
 
 class plan {
@@ -517,8 +518,8 @@ class plan {
   int root_;
   destination dest_;
   const char* op_;
-  std::vector<char> uniform_;  // constant along the reduced axes (computed once per group or block)
-  std::vector<char> scalar_;   // one value for the whole kernel call (kernels' "uniform" flag)
+  plan_vector<char> uniform_;  // constant along the reduced axes (computed once per group or block)
+  plan_vector<char> scalar_;   // one value for the whole kernel call (kernels' "uniform" flag)
   // Column mode: the reduced axes are strided while the innermost retained axis is
   // contiguous (e.g. sum over axis 0 of a row-major matrix). Then a block of up to block_
   // neighbouring groups is evaluated together: kernels run along the retained axis and the
@@ -530,8 +531,8 @@ class plan {
   // (kernels' `stream`), so the output pass writes the destination directly instead of
   // computing into scratch and copying out (nullptr: copy out with stream_copy).
   void (*root_stream_)() = nullptr;
-  std::vector<direct_op> direct_;  // per instruction (row mode, varying float operations)
-  std::vector<int> next_group_leaves_;  // leaves whose rows a later pass prefetches for the next group
+  plan_vector<direct_op> direct_;  // per instruction (row mode, varying float operations)
+  plan_vector<int> next_group_leaves_;  // leaves whose rows a later pass prefetches for the next group
   bool prefetches_next_ = false;        // some pass does (pass_plan::prefetch_next)
   // A plain reduction: sum, max, min, argmax or argmin of one float or double operand read in
   // place along one merged axis, nothing else (decide_plain, run_plain).
@@ -539,27 +540,27 @@ class plan {
   // Every next-group row is prefetched from inside a kernel (pass_plan::prefetch_by), so it is
   // in the caches when the next group starts: that group's first pass then prefetches nothing.
   bool rows_prefetched_ = false;
-  std::vector<int> level_;
-  std::vector<int> reducer_index_;
-  std::vector<char> float_sum_;  // a sum of float or double into float or double: lanes only
+  plan_vector<int> level_;
+  plan_vector<int> reducer_index_;
+  plan_vector<char> float_sum_;  // a sum of float or double into float or double: lanes only
   int reducers_ = 0;
   int reduce_passes_ = 0;
   bool root_uniform_ = false;
-  std::vector<pass_plan> passes_;
+  plan_vector<pass_plan> passes_;
   // Scalar constants: the same value for every group, written once per callback by the
   // runner (evaluating them per group and pass cost ~7% of a layer norm of short rows).
-  std::vector<int> constants_;
-  std::vector<int> r_axes_, k_axes_;
-  std::vector<axis_walk> walk_;   // merged reduced axes, outermost first (never empty)
-  std::vector<std::vector<index_t>> k_strides_;  // per retained axis, per operand
+  plan_vector<int> constants_;
+  plan_vector<int> r_axes_, k_axes_;
+  plan_vector<axis_walk> walk_;   // merged reduced axes, outermost first (never empty)
+  plan_vector<plan_vector<index_t>> k_strides_;  // per retained axis, per operand
   dims k_extents_;
   index_t groups_ = 1, L_ = 1, tile_ = 1;
   std::size_t slot_bytes_ = 0, scratch_bytes_ = 0;
   // Row cache: a value computed over the whole reduced extent in one pass and needed again by
   // a later pass (exp(x - max) in softmax, x - mean in layer norm) is kept instead of recomputed.
   static constexpr std::size_t row_cache_budget = 256 * 1024;
-  std::vector<int> computed_in_, cache_store_pass_;
-  std::vector<std::size_t> cache_offset_;
+  plan_vector<int> computed_in_, cache_store_pass_;
+  plan_vector<std::size_t> cache_offset_;
   std::size_t cache_bytes_ = 0, cache_at_ = 0;
 
   friend struct group_runner;
@@ -582,14 +583,14 @@ void plan::build_geometry() {
       k_axes_.push_back(a);
       k_extents_.push_back(F[a]);
       groups_ *= F[a];
-      std::vector<index_t> s(ops);
+      plan_vector<index_t> s(ops);
       for (std::size_t k = 0; k < ops; ++k) s[k] = operand_stride(k, a);
       k_strides_.push_back(std::move(s));
     }
   }
   for (int a : r_axes_) {
     if (F[a] == 1) continue;
-    axis_walk w{F[a], std::vector<index_t>(ops)};
+    axis_walk w{F[a], plan_vector<index_t>(ops)};
     for (std::size_t k = 0; k < ops; ++k) w.strides[k] = operand_stride(k, a);
     if (!walk_.empty()) {
       axis_walk& prev = walk_.back();
@@ -603,7 +604,7 @@ void plan::build_geometry() {
     }
     walk_.push_back(std::move(w));
   }
-  if (walk_.empty() || L_ == 0) walk_.assign(1, axis_walk{L_ == 0 ? 0 : 1, std::vector<index_t>(ops, 0)});
+  if (walk_.empty() || L_ == 0) walk_.assign(1, axis_walk{L_ == 0 ? 0 : 1, plan_vector<index_t>(ops, 0)});
 }
 
 // The interpretation cost per group (steps, reducer states, the output pass) is ~600
@@ -706,9 +707,9 @@ void plan::plan_pass(int pass) {
   const int n = static_cast<int>(code.size());
   pass_plan& pp = passes_[static_cast<std::size_t>(pass)];
   const bool output_pass = pass == reduce_passes_;
-  std::vector<char> needed(static_cast<std::size_t>(n), 0);
-  std::vector<int> last_use(static_cast<std::size_t>(n), -1);
-  std::vector<int> roots;
+  plan_vector<char> needed(static_cast<std::size_t>(n), 0);
+  plan_vector<int> last_use(static_cast<std::size_t>(n), -1);
+  plan_vector<int> roots;
   if (output_pass) {
     if (!root_uniform_) roots.push_back(root_);
   } else {
@@ -749,8 +750,8 @@ void plan::plan_pass(int pass) {
       if (uniform_[static_cast<std::size_t>(r)]) last_use[static_cast<std::size_t>(r)] = n;
   // Greedy slot assignment: a slot is free again after its value's last use.
   pp.slot.assign(static_cast<std::size_t>(n), -1);
-  std::vector<int> free_slots;
-  std::vector<std::pair<int, int>> busy;  // (last use, slot)
+  plan_vector<int> free_slots;
+  plan_vector<std::pair<int, int>> busy;  // (last use, slot)
   for (int i : pp.varying) {
     for (auto it = busy.begin(); it != busy.end();) {
       if (it->first < i) {
@@ -856,7 +857,7 @@ void plan::resolve_root_stream() {
 // its data changes from group to group (weights shared by every row stay in cache anyway).
 void plan::plan_prefetch() {
   const auto& code = p_.code();
-  std::vector<char> seen(p_.leaves().size(), 0);
+  plan_vector<char> seen(p_.leaves().size(), 0);
   for (pass_plan& pp : passes_) {
     pp.prefetch.assign(code.size(), 0);
     for (int i : pp.varying) {
