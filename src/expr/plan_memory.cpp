@@ -33,13 +33,16 @@ struct free_block {
 };
 
 // Trivially destructible, so it stays usable while other thread_local objects are destroyed;
-// `closed` then sends blocks straight back to operator delete.
+// `closed` then sends blocks straight back to operator delete. The initial-exec model makes
+// an access one %fs-relative load: through __tls_get_addr (the default in a shared library)
+// the free lists cost more than the malloc calls they replace.
 struct lists {
   free_block* head[classes];
   int count[classes];
+  bool registered;  // close_at_exit constructed on this thread
   bool closed;
 };
-thread_local lists local{};
+[[gnu::tls_model("initial-exec")]] thread_local lists local{};
 
 struct closer {
   ~closer() {
@@ -73,7 +76,6 @@ void* allocate(std::size_t bytes) {
     --local.count[c];
     return b;
   }
-  (void)&close_at_exit;  // registers the thread's closer before its first block is kept
   return ::operator new(smallest << c);
 }
 
@@ -88,7 +90,10 @@ void deallocate(void* p, std::size_t bytes) noexcept {
     ::operator delete(p);
     return;
   }
-  (void)&close_at_exit;  // a thread that only frees blocks still returns them at exit
+  if (!local.registered) {  // the thread keeps its first block: return them all at exit
+    local.registered = true;
+    (void)&close_at_exit;
+  }
   auto* b = static_cast<free_block*>(p);
   b->next = local.head[c];
   local.head[c] = b;

@@ -138,7 +138,7 @@ concept binary_operands = (operand<A> && (operand<B> || scalar_value<B>)) || (sc
 template <class Op, class A, class B>
 auto make_binary(const A& a, const B& b) {
   auto [x, y] = as_pair(a, b);
-  return make_fn(Op{}, x, y);
+  return make_fn(Op{}, std::move(x), std::move(y));
 }
 
 template <class X>
@@ -312,7 +312,7 @@ template <detail::operand C, class A, class B>
 auto where(const C& cond, const A& a, const B& b) {
   static_assert(std::is_same_v<detail::value_t<C>, bool>, "ct::where needs a bool condition");
   auto [x, y] = detail::as_pair(a, b);
-  return detail::make_fn(detail::where_fn{}, detail::to_node(cond), x, y);
+  return detail::make_fn(detail::where_fn{}, detail::to_node(cond), std::move(x), std::move(y));
 }
 
 /// Converts elements to U (float to integer truncates toward zero and saturates; NaN gives 0;

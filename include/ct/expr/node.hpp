@@ -126,9 +126,11 @@ struct fn_node {
   dims shape_, full_;
 };
 
+/// Children passed as temporaries are moved in: copying an operand tensor costs two atomic
+/// reference-count updates, and expression trees repeat their operands.
 template <class Op, class... C>
-auto make_fn(Op op, const C&... c) {
-  return fn_node<Op, C...>(std::move(op), c...);
+auto make_fn(Op op, C&&... c) {
+  return fn_node<Op, std::remove_cvref_t<C>...>(std::move(op), std::forward<C>(c)...);
 }
 
 /// Emits one instruction of the given kind over the children's registers.

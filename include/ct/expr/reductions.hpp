@@ -111,7 +111,7 @@ auto reduce(const X& x, const dims& axes, bool keepdims, bool all_if_empty) {
   static_assert(!((Op != reduce_op::all && Op != reduce_op::any && Op != reduce_op::sum) && std::is_same_v<V, bool>),
                 "this reduction is not defined for bool; cast first");
   dims ax = normalize_axes(axes, node.shape(), reduce_name(Op), all_if_empty);
-  return make_reduction(reduce_node<Op, decltype(node)>(node, ax), ax, keepdims);
+  return make_reduction(reduce_node<Op, decltype(node)>(std::move(node), ax), ax, keepdims);
 }
 
 /// Number of elements the reduced axes span.
@@ -155,9 +155,11 @@ auto mean(const X& x, const dims& axes, bool keepdims = false) {
   static_assert(std::is_floating_point_v<T>, "ct::mean needs floating-point operands; cast first");
   auto s = sum(x, axes, true);
   dims ax = s.axes;
-  const index_t n = detail::reduced_count(detail::to_node(x).shape(), ax);
-  auto e = s.expr / static_cast<T>(n);
-  return detail::make_reduction(e, ax, keepdims);
+  const index_t n = detail::reduced_count(s.expr.arg.shape(), ax);
+  // sum / n, with the sum moved in rather than copied (operator/ takes its operands by const&)
+  auto e = detail::make_fn(detail::binary_fn<detail::kernels::binary_op::div>{}, std::move(s.expr),
+                           detail::constant<T>{static_cast<T>(n)});
+  return detail::make_reduction(std::move(e), ax, keepdims);
 }
 template <detail::operand X, std::integral I>
 auto mean(const X& x, I axis, bool keepdims = false) {
