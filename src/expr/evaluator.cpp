@@ -370,6 +370,7 @@ class plan {
       for (std::size_t ps = 0; ps < passes_.size(); ++ps) plan_steps(ps);
     plan_kernel_prefetch();
     decide_plain();
+    decide_early_extreme();
     const std::size_t state_bytes = column_ ? static_cast<std::size_t>(block_) * sizeof(column_state) : sizeof(reducer_state);
     scratch_bytes_ = cache_at_ + cache_bytes_ + static_cast<std::size_t>(n) * static_cast<std::size_t>(block_) * 8 +
                      static_cast<std::size_t>(reducers_) * state_bytes + 64;
@@ -436,6 +437,7 @@ class plan {
   void resolve_root_stream();
   void decide_mode();
   void decide_plain();
+  void decide_early_extreme();
   template <class T>
   void run_plain(index_t start, index_t end, runner_workspace& ws) const;
   void plan_pass(int pass);
@@ -540,6 +542,13 @@ class plan {
   // Every next-group row is prefetched from inside a kernel (pass_plan::prefetch_by), so it is
   // in the caches when the next group starts: that group's first pass then prefetches nothing.
   bool rows_prefetched_ = false;
+  // Early extreme: the first pass only feeds one value max (or min) with an operand read in
+  // place, and the rows are prefetched, so the output pass of group g, which waits on its
+  // streaming stores, also runs the extreme kernel over group g + 1's row, tile by tile as
+  // the first pass would (decide_early_extreme). early_reducer_ is that reducer (-1: off).
+  int early_reducer_ = -1;
+  int early_leaf_ = -1;
+  bool early_min_ = false, early_f64_ = false;
   plan_vector<int> level_;
   plan_vector<int> reducer_index_;
   plan_vector<char> float_sum_;  // a sum of float or double into float or double: lanes only
@@ -1042,6 +1051,29 @@ void plan::plan_kernel_prefetch() {
     if (pp.prefetch_by >= 0) break;
   }
   rows_prefetched_ = pp.prefetch_by >= 0 && next_group_leaves_.size() == 1;
+}
+
+// Softmax of 4096x4096 spends ~13% of its time in the max pass, which reads the row the
+// previous group prefetched, while the output pass before it mostly waits for its
+// non-temporal stores to drain. Running the next group's max kernel in that output pass, on
+// the same tiles in the same order, gives the same state the first pass would have (the same
+// function over the same tiles), so the results do not depend on which group of a callback
+// computed it: the first group of each callback runs its own first pass.
+void plan::decide_early_extreme() {
+  if (column_ || plain_ || walk_.size() != 1 || passes_.size() < 3 || root_uniform_ || !rows_prefetched_) return;
+  const pass_plan& first = passes_[0];
+  if (first.reducers.size() != 1 || first.feeds_list.size() != 1 || first.steps.size() != 1) return;
+  const pass_plan::feed& fd = first.feeds_list[0];
+  const pass_plan::step& st = first.steps[0];
+  if (fd.r != first.reducers[0] || fd.uniform_arg || st.kind != pass_plan::step::load_in_place || st.i != fd.a) return;
+  const instruction& r = p_.code()[static_cast<std::size_t>(fd.r)];
+  const dtype at = p_.code()[static_cast<std::size_t>(fd.a)].type;
+  const auto op = static_cast<reduce_op>(r.sub);
+  if ((op != reduce_op::max && op != reduce_op::min) || (at != dtype::f32 && at != dtype::f64) || r.type != at) return;
+  early_reducer_ = fd.r;
+  early_leaf_ = st.leaf;
+  early_min_ = op == reduce_op::min;
+  early_f64_ = at == dtype::f64;
 }
 
 void plan::plan_steps(std::size_t ps) {
@@ -1653,6 +1685,14 @@ struct group_runner {
       const bool output_pass = ps + 1 == pl.passes_.size();
       if (!output_pass) {
         for (int r : pp.reducers) init_reducer(r);
+        if (ps == 0 && early_ready) {  // fed during the previous group's output pass
+          early_ready = false;
+          reducer_state& st = states[pl.reducer_index_[static_cast<std::size_t>(pl.early_reducer_)]];
+          if (pl.early_f64_) st.extreme_d = early_d;
+          else st.extreme_f = early_f;
+          for (int r : pp.reducers) finish_reducer(r);
+          continue;
+        }
         const bool fetch_next = pp.prefetch_next && has_next;
         walk([&](index_t n, index_t pos, index_t start) __attribute__((always_inline)) {
           start_tile(pp, fetch_next, pos, n);
@@ -1675,6 +1715,11 @@ struct group_runner {
         const index_t dstride = pl.walk_.back().strides[dest_k];
         const std::size_t esize = dtype_size(pl.dest_.type);
         const bool fetch_next = pp.prefetch_next && has_next;
+        const bool feed_early = pl.early_reducer_ >= 0 && has_next;
+        if (feed_early) {
+          kernels::extreme_init(early_f);
+          kernels::extreme_init(early_d);
+        }
         walk([&](index_t n, index_t pos, index_t start) __attribute__((always_inline)) {
           start_tile(pp, fetch_next, pos, n);
           unsigned char* d = static_cast<unsigned char*>(pl.dest_.data) + (offsets[dest_k] + start * dstride) * static_cast<index_t>(esize);
@@ -1691,6 +1736,7 @@ struct group_runner {
                                 st.kind != pass_plan::step::load_in_place;
             exec_step(st, n, pos, start, direct ? d : nullptr);
           }
+          if (feed_early) feed_next_extreme(n, pos, start);
           const unsigned char* r = static_cast<const unsigned char*>(ptr[static_cast<std::size_t>(pl.root_)]);
           if (r == d) return;
           const std::size_t bytes = static_cast<std::size_t>(n) * esize;
@@ -1698,11 +1744,32 @@ struct group_runner {
           else if (dstride == 1) std::memmove(d, r, bytes);
           else for (index_t j = 0; j < n; ++j) std::memcpy(d + j * dstride * static_cast<index_t>(esize), r + static_cast<std::size_t>(j) * esize, esize);
         });
+        early_ready = feed_early;
       }
     }
     if (pl.root_uniform_) {
       unsigned char* d = static_cast<unsigned char*>(pl.dest_.data) + offsets[dest_k] * static_cast<index_t>(dtype_size(pl.dest_.type));
       std::memcpy(d, ptr[static_cast<std::size_t>(pl.root_)], dtype_size(pl.dest_.type));
+    }
+  }
+
+  // Early extreme (plan::early_reducer_): the next group's first-pass state, fed tile by tile
+  // during this group's output pass exactly as its first pass would feed it.
+  kernels::extreme_state<float> early_f;
+  kernels::extreme_state<double> early_d;
+  bool early_ready = false;  // early_f / early_d hold the state of the group about to run
+
+  void feed_next_extreme(index_t n, index_t pos, index_t start) {
+    const auto l = static_cast<std::size_t>(pl.early_leaf_);
+    const leaf_info& leaf = p.leaves()[l];
+    if (pl.early_f64_) {
+      const double* x = static_cast<const double*>(leaf.data) + next_offsets[l] + start;
+      if (pl.early_min_) kernels::min_accumulate<double>(early_d, x, n, pos, s, false);
+      else kernels::max_accumulate<double>(early_d, x, n, pos, s, false);
+    } else {
+      const float* x = static_cast<const float*>(leaf.data) + next_offsets[l] + start;
+      if (pl.early_min_) kernels::min_accumulate<float>(early_f, x, n, pos, s, false);
+      else kernels::max_accumulate<float>(early_f, x, n, pos, s, false);
     }
   }
 
