@@ -25,7 +25,7 @@ namespace {
 // Size classes 16, 32, …, 8192 bytes; larger requests go to operator new directly.
 constexpr int classes = 10;
 constexpr std::size_t smallest = 16, largest = smallest << (classes - 1);
-// A class keeps at most this many free blocks (at most ~2.6 MiB per thread in all).
+// A class keeps at most this many free blocks (64 x (16 + 32 + ... + 8192) B, ~1 MiB per thread).
 constexpr int max_free = 64;
 
 struct free_block {

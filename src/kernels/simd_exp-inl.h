@@ -14,6 +14,7 @@
 
 #include <type_traits>
 
+#include "src/kernels/exp_table.hpp"
 #include "src/kernels/simd_poly-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -88,17 +89,7 @@ HWY_INLINE V ExpScaled(D d, V x, V x_lo, hn::TFromD<D> scale) {
   return hn::IfThenElse(hn::IsNaN(x), x, e);
 }
 
-/// 2^(j/32) for j = 0..31, each correctly rounded to float (checked against a 60-digit
-/// reference when written; tests/kernels compares exp against long double).
-HWY_ALIGN constexpr float kExp2Table32[32] = {
-    0x1.000000p+0f, 0x1.059b0ep+0f, 0x1.0b5586p+0f, 0x1.11301ep+0f, 0x1.172b84p+0f, 0x1.1d4874p+0f,
-    0x1.2387a6p+0f, 0x1.29e9e0p+0f, 0x1.306fe0p+0f, 0x1.371a74p+0f, 0x1.3dea64p+0f, 0x1.44e086p+0f,
-    0x1.4bfdaep+0f, 0x1.5342b6p+0f, 0x1.5ab07ep+0f, 0x1.6247ecp+0f, 0x1.6a09e6p+0f, 0x1.71f75ep+0f,
-    0x1.7a1148p+0f, 0x1.82589ap+0f, 0x1.8ace54p+0f, 0x1.93737cp+0f, 0x1.9c4918p+0f, 0x1.a5503cp+0f,
-    0x1.ae89fap+0f, 0x1.b7f770p+0f, 0x1.c199bep+0f, 0x1.cb720ep+0f, 0x1.d5818ep+0f, 0x1.dfc974p+0f,
-    0x1.ea4afap+0f, 0x1.f50766p+0f};
-
-/// kExp2Table32[bits & 31] per lane. A 16-float AVX-512 vector looks the table up in one
+/// exp2_table32[bits & 31] per lane. A 16-float AVX-512 vector looks the table up in one
 /// two-register permute (which reads only the low five index bits); other widths and targets
 /// gather. Both are exact loads, so every target gets the same bits.
 template <class D, class VI>
@@ -106,19 +97,20 @@ HWY_INLINE hn::Vec<D> Exp2Table32(D d, VI bits) {
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
   if constexpr (std::is_same_v<decltype(hn::Vec<D>().raw), __m512>) {
     hn::Vec<D> v;
-    v.raw = _mm512_permutex2var_ps(_mm512_load_ps(kExp2Table32), bits.raw, _mm512_load_ps(kExp2Table32 + 16));
+    v.raw = _mm512_permutex2var_ps(_mm512_load_ps(exp2_table32), bits.raw, _mm512_load_ps(exp2_table32 + 16));
     return v;
   }
 #endif
   const hn::RebindToSigned<D> di;
-  return hn::GatherIndex(d, kExp2Table32, hn::And(bits, hn::Set(di, 31)));
+  return hn::GatherIndex(d, exp2_table32, hn::And(bits, hn::Set(di, 31)));
 }
 
 /// Float e^x with a 32-entry table: x = (32m + j)·ln2/32 + r, |r| <= ln2/64, and
 /// e^x = 2^m · 2^(j/32) · e^r. The short r needs only a cubic for e^r − 1 (truncation below
 /// 2^-30 relative); with the table lookup this is 13 vector operations against 15 for the
 /// degree-7 polynomial over |r| <= ln2/2, and measured 30% faster on AVX-512 (4.1 -> 2.8 TSC
-/// ticks per 16 floats in L1) with a smaller maximum error (1.005 vs 1.036 ulp).
+/// ticks per 16 floats in L1); maximum error 1.00 / 1.01 ulp (fused / separate FMA policy,
+/// docs/kernels.md) against 1.02 / 0.99 for the polynomial.
 /// The integer 32m + j comes from adding 1.5·2^23 (it then sits in the low mantissa bits of
 /// t, whose low five bits index the table), and 2^m is applied last by ScaleByPow2, so
 /// overflow gives inf and underflow rounds once, as before.
