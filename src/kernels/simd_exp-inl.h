@@ -89,34 +89,61 @@ HWY_INLINE V ExpScaled(D d, V x, V x_lo, hn::TFromD<D> scale) {
   return hn::IfThenElse(hn::IsNaN(x), x, e);
 }
 
-/// exp2_table32[bits & 31] per lane. A 16-float AVX-512 vector looks the table up in one
-/// two-register permute (which reads only the low five index bits); other widths and targets
-/// gather. Both are exact loads, so every target gets the same bits.
+/// The table exp's parameters: 2^bits entries 2^(j/2^bits), and the polynomial's length.
+template <class T>
+struct exp_table;
+template <>
+struct exp_table<float> {
+  static constexpr int bits = 5;
+  static constexpr const float* values = exp2_table32;
+  static constexpr float inv_step = 46.16624130844682903551f;  // 32/ln2
+};
+template <>
+struct exp_table<double> {
+  static constexpr int bits = 4;
+  static constexpr const double* values = exp2_table16;
+  static constexpr double inv_step = 23.083120654223414517758;  // 16/ln2
+};
+
+/// table[bits & (size - 1)] per lane. A full AVX-512 vector looks the table up in one
+/// two-register permute (32 floats or 16 doubles; it reads only the low index bits); other
+/// widths and targets gather. Both are exact loads, so every target gets the same bits.
 template <class D, class VI>
-HWY_INLINE hn::Vec<D> Exp2Table32(D d, VI bits) {
+HWY_INLINE hn::Vec<D> ExpTableLookup(D d, VI bits) {
+  using T = hn::TFromD<D>;
+  using E = exp_table<T>;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
   if constexpr (std::is_same_v<decltype(hn::Vec<D>().raw), __m512>) {
     hn::Vec<D> v;
-    v.raw = _mm512_permutex2var_ps(_mm512_load_ps(exp2_table32), bits.raw, _mm512_load_ps(exp2_table32 + 16));
+    v.raw = _mm512_permutex2var_ps(_mm512_load_ps(E::values), bits.raw, _mm512_load_ps(E::values + 16));
+    return v;
+  } else if constexpr (std::is_same_v<decltype(hn::Vec<D>().raw), __m512d>) {
+    hn::Vec<D> v;
+    v.raw = _mm512_permutex2var_pd(_mm512_load_pd(E::values), bits.raw, _mm512_load_pd(E::values + 8));
     return v;
   }
 #endif
   const hn::RebindToSigned<D> di;
-  return hn::GatherIndex(d, exp2_table32, hn::And(bits, hn::Set(di, 31)));
+  using TI = hn::TFromD<decltype(di)>;
+  return hn::GatherIndex(d, E::values, hn::And(bits, hn::Set(di, static_cast<TI>((1 << E::bits) - 1))));
 }
 
-/// Float e^x with a 32-entry table: x = (32m + j)·ln2/32 + r, |r| <= ln2/64, and
-/// e^x = 2^m · 2^(j/32) · e^r. The short r needs only a cubic for e^r − 1 (truncation below
-/// 2^-30 relative); with the table lookup this is 13 vector operations against 15 for the
-/// degree-7 polynomial over |r| <= ln2/2, and measured 30% faster on AVX-512 (4.1 -> 2.8 TSC
-/// ticks per 16 floats in L1); maximum error 1.00 / 1.01 ulp (fused / separate FMA policy,
-/// docs/kernels.md) against 1.02 / 0.99 for the polynomial.
-/// The integer 32m + j comes from adding 1.5·2^23 (it then sits in the low mantissa bits of
-/// t, whose low five bits index the table), and 2^m is applied last by ScaleByPow2, so
-/// overflow gives inf and underflow rounds once, as before.
+/// e^x with a table: x = (Nm + j)·ln2/N + r, |r| <= ln2/2N, e^x = 2^m · 2^(j/N) · e^r, with
+/// N = 32 entries for float and 16 for double. The short r needs only a cubic (float,
+/// truncation below 2^-30 relative) or a degree-7 polynomial (double, below 2^-59) for
+/// e^r − 1, against degree 7 / 13 over |r| <= ln2/2 without the table: float 13 vector
+/// operations instead of 15 (4.1 -> 2.8 TSC ticks per 16 floats in L1 on AVX-512), double 16
+/// instead of 20. Maximum error (docs/kernels.md): float 1.00 / 1.01 ulp (fused / separate FMA
+/// policy; 1.02 / 0.99 with the polynomial).
+/// The integer Nm + j comes from adding 1.5·2^(mantissa bits) (it then sits in the low
+/// mantissa bits of t, whose low bits index the table), and 2^m is applied last by
+/// ScaleByPow2, so overflow gives inf and underflow rounds once, as before.
 template <bool kFused, class D, class V>
-HWY_INLINE V ExpF32(D d, V x) {
-  using C = exp_constants<float>;
+HWY_INLINE V ExpTable(D d, V x) {
+  using T = hn::TFromD<D>;
+  using C = exp_constants<T>;
+  using E = exp_table<T>;
+  constexpr T n = T(1 << E::bits);
   const hn::RebindToSigned<D> di;
 #if CT_KERNELS_HAVE_SCALEF
   // x86 max/min return their second operand when either is NaN, so with x second a NaN passes
@@ -126,16 +153,21 @@ HWY_INLINE V ExpF32(D d, V x) {
   const V xc = hn::Min(hn::Max(x, hn::Set(d, C::exp_min)), hn::Set(d, C::exp_max));
 #endif
   const V shifter = Shifter(d);
-  const V t = Fma<kFused>(xc, hn::Set(d, 46.16624130844682903551f), shifter);  // 32/ln2
-  const V k = hn::Sub(t, shifter);                                             // 32m + j, exact
-  // ln2_hi/32 has 9 significant bits and |k| < 2^13: k * ln2_hi/32 is exact.
-  V r = Fnma<kFused>(k, hn::Set(d, C::ln2_hi / 32), xc);
-  r = Fnma<kFused>(k, hn::Set(d, C::ln2_lo / 32), r);
-  const V q = Fma<kFused>(hn::Set(d, 1.0f / 6), r, hn::Set(d, 0.5f));
+  const V t = Fma<kFused>(xc, hn::Set(d, E::inv_step), shifter);
+  const V k = hn::Sub(t, shifter);  // Nm + j, exact
+  // ln2_hi has 9 (float) / 32 (double) significant bits and |k| < 2^13 / 2^15: k * ln2_hi/N
+  // is exact.
+  V r = Fnma<kFused>(k, hn::Set(d, C::ln2_hi / n), xc);
+  r = Fnma<kFused>(k, hn::Set(d, C::ln2_lo / n), r);
+  V q;
+  if constexpr (sizeof(T) == 4)
+    q = Fma<kFused>(hn::Set(d, T(1.0 / 6)), r, hn::Set(d, T(0.5)));
+  else
+    q = Horner<kFused>(d, r, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040);
   const V p = Fma<kFused>(hn::Mul(r, r), q, r);  // e^r - 1
-  const V tab = Exp2Table32(d, hn::BitCast(di, t));
+  const V tab = ExpTableLookup(d, hn::BitCast(di, t));
   const V e = Fma<kFused>(tab, p, tab);
-  const V m = hn::Mul(k, hn::Set(d, 1.0f / 32));  // exact; its floor is m
+  const V m = hn::Mul(k, hn::Set(d, T(1) / n));  // exact; its floor is m
 #if CT_KERNELS_HAVE_SCALEF
   return ScaleByPow2(d, e, m);  // vscalef applies 2^floor(m)
 #else
@@ -143,9 +175,9 @@ HWY_INLINE V ExpF32(D d, V x) {
 #endif
 }
 
-/// e^x by the polynomial over |r| <= ln2/2 (degree 7 float, 13 double). Float exp itself uses
-/// the table (ExpF32); sigmoid keeps this one, whose errors are smaller on average: the
-/// table's rounded entries moved sigmoid's maximum error from 2.17 to 2.63 ulp.
+/// e^x by the polynomial over |r| <= ln2/2 (degree 7 float, 13 double). exp itself uses the
+/// table (ExpTable); sigmoid keeps this one, whose errors are smaller on average: the table's
+/// rounded entries moved float sigmoid's maximum error from 2.17 to 2.63 ulp.
 template <bool kFused, class D, class V>
 HWY_INLINE V ExpPoly(D d, V x) {
   using C = exp_constants<hn::TFromD<D>>;
@@ -168,10 +200,7 @@ HWY_INLINE V ExpPoly(D d, V x) {
 
 template <bool kFused, class D, class V>
 HWY_INLINE V Exp(D d, V x) {
-  if constexpr (sizeof(hn::TFromD<D>) == 4)
-    return ExpF32<kFused>(d, x);
-  else
-    return ExpPoly<kFused>(d, x);
+  return ExpTable<kFused>(d, x);
 }
 
 template <bool kFused, class D, class V>

@@ -51,12 +51,16 @@ TEST_CASE("exp keeps full accuracy at +-80..100 (softmax inputs)", "[kernels][ac
   }
 }
 
-TEST_CASE("float exp's 2^(j/32) table is correctly rounded", "[kernels][accuracy]") {
+TEST_CASE("exp's 2^(j/32) (float) and 2^(j/16) (double) tables are correctly rounded", "[kernels][accuracy]") {
   // An entry off by its last bit passes the 4-ulp sweeps, and even the sweep below for the
   // entries whose exact value lies near a rounding tie; compare the entries themselves.
   for (int j = 0; j < 32; ++j) {
-    INFO("entry " << j);
+    INFO("float entry " << j);
     CHECK(k::exp2_table32[j] == static_cast<float>(std::exp2(static_cast<ld>(j) / 32)));
+  }
+  for (int j = 0; j < 16; ++j) {
+    INFO("double entry " << j);
+    CHECK(k::exp2_table16[j] == static_cast<double>(std::exp2(static_cast<ld>(j) / 16)));
   }
 }
 
