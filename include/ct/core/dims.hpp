@@ -107,14 +107,21 @@ inline index_t element_count(const dims& shape) {
 /// smaller axes span. Stride 0 (broadcast) and views like strides {1, 1} fail it; so do some
 /// exotic interleaved layouts that do not actually overlap (copy those first).
 inline bool elements_distinct(const dims& shape, const dims& strides) {
-  std::vector<std::pair<index_t, index_t>> axes;  // (|stride|, extent) of axes with extent > 1
+  // (|stride|, extent) of the axes with extent > 1; inline, since every eval checks this
+  std::array<std::pair<index_t, index_t>, max_rank> axes{};
+  int count = 0;
   for (int i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0) return true;  // no elements at all
-    if (shape[i] > 1) axes.push_back({strides[i] < 0 ? -strides[i] : strides[i], shape[i]});
+    if (shape[i] > 1) {  // insertion by |stride| (at most max_rank entries)
+      const std::pair<index_t, index_t> axis{strides[i] < 0 ? -strides[i] : strides[i], shape[i]};
+      int j = count++;
+      for (; j > 0 && axis < axes[static_cast<std::size_t>(j - 1)]; --j) axes[static_cast<std::size_t>(j)] = axes[static_cast<std::size_t>(j - 1)];
+      axes[static_cast<std::size_t>(j)] = axis;
+    }
   }
-  std::sort(axes.begin(), axes.end());
   index_t span = 0;  // largest offset reachable with the axes so far
-  for (const auto& [stride, extent] : axes) {
+  for (int i = 0; i < count; ++i) {
+    const auto [stride, extent] = axes[static_cast<std::size_t>(i)];
     if (stride <= span) return false;
     span += stride * (extent - 1);
   }
