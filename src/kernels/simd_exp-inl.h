@@ -89,7 +89,21 @@ HWY_INLINE V ExpScaled(D d, V x, V x_lo, hn::TFromD<D> scale) {
   return hn::IfThenElse(hn::IsNaN(x), x, e);
 }
 
-/// The table exp's parameters: 2^bits entries 2^(j/2^bits), and the polynomial's length.
+/// x clamped to exp's finite range (beyond it the result is 0 / inf after scaling anyway).
+/// On AVX-512, where x86 max/min return their second operand when either is NaN, x goes
+/// second: a NaN passes the clamp and every later step (round, FMA, permute, vscalef) returns
+/// it, so exp needs no final NaN select there. A quiet NaN comes out as itself.
+template <class D, class V>
+HWY_INLINE V ExpClamp(D d, V x) {
+  using C = exp_constants<hn::TFromD<D>>;
+#if CT_KERNELS_HAVE_SCALEF
+  return hn::Min(hn::Set(d, C::exp_max), hn::Max(hn::Set(d, C::exp_min), x));
+#else
+  return hn::Min(hn::Max(x, hn::Set(d, C::exp_min)), hn::Set(d, C::exp_max));
+#endif
+}
+
+/// The table exp's parameters: 2^bits entries 2^(j/2^bits), and 2^bits/ln2.
 template <class T>
 struct exp_table;
 template <>
@@ -139,19 +153,13 @@ HWY_INLINE hn::Vec<D> ExpTableLookup(D d, VI bits) {
 /// mantissa bits of t, whose low bits index the table), and 2^m is applied last by
 /// ScaleByPow2, so overflow gives inf and underflow rounds once, as before.
 template <bool kFused, class D, class V>
-HWY_INLINE V ExpTable(D d, V x) {
+HWY_INLINE V Exp(D d, V x) {
   using T = hn::TFromD<D>;
   using C = exp_constants<T>;
   using E = exp_table<T>;
   constexpr T n = T(1 << E::bits);
   const hn::RebindToSigned<D> di;
-#if CT_KERNELS_HAVE_SCALEF
-  // x86 max/min return their second operand when either is NaN, so with x second a NaN passes
-  // the clamp and every later step returns it: no NaN select needed.
-  const V xc = hn::Min(hn::Set(d, C::exp_max), hn::Max(hn::Set(d, C::exp_min), x));
-#else
-  const V xc = hn::Min(hn::Max(x, hn::Set(d, C::exp_min)), hn::Set(d, C::exp_max));
-#endif
+  const V xc = ExpClamp(d, x);
   const V shifter = Shifter(d);
   const V t = Fma<kFused>(xc, hn::Set(d, E::inv_step), shifter);
   const V k = hn::Sub(t, shifter);  // Nm + j, exact
@@ -176,31 +184,18 @@ HWY_INLINE V ExpTable(D d, V x) {
 }
 
 /// e^x by the polynomial over |r| <= ln2/2 (degree 7 float, 13 double). exp itself uses the
-/// table (ExpTable); sigmoid keeps this one, whose errors are smaller on average: the table's
+/// table (Exp); sigmoid keeps this one, whose errors are smaller on average: the table's
 /// rounded entries moved float sigmoid's maximum error from 2.17 to 2.63 ulp.
 template <bool kFused, class D, class V>
 HWY_INLINE V ExpPoly(D d, V x) {
-  using C = exp_constants<hn::TFromD<D>>;
-#if CT_KERNELS_HAVE_SCALEF
-  // x86 max/min return their second operand when either is NaN, so with x second a NaN passes
-  // the clamp, and every later step (round, FMA, vscalef) returns it: no NaN select needed,
-  // two instructions fewer. A quiet NaN comes out as itself.
-  const V xc = hn::Min(hn::Set(d, C::exp_max), hn::Max(hn::Set(d, C::exp_min), x));
   V k;
-  const V r = ExpReduce<kFused>(d, xc, k);
-  return ScaleByPow2(d, hn::Add(hn::Set(d, 1), ExpM1Reduced<kFused>(d, r)), k);
-#else
-  const V xc = hn::Min(hn::Max(x, hn::Set(d, C::exp_min)), hn::Set(d, C::exp_max));
-  V k;
-  const V r = ExpReduce<kFused>(d, xc, k);
+  const V r = ExpReduce<kFused>(d, ExpClamp(d, x), k);
   const V e = ScaleByPow2(d, hn::Add(hn::Set(d, 1), ExpM1Reduced<kFused>(d, r)), k);
+#if CT_KERNELS_HAVE_SCALEF
+  return e;  // a NaN came through (ExpClamp)
+#else
   return hn::IfThenElse(hn::IsNaN(x), x, e);
 #endif
-}
-
-template <bool kFused, class D, class V>
-HWY_INLINE V Exp(D d, V x) {
-  return ExpTable<kFused>(d, x);
 }
 
 template <bool kFused, class D, class V>
