@@ -529,3 +529,47 @@ TEST_CASE("a sum fed by its square's kernel: the squares stay available to other
     }
   }
 }
+
+// A group whose reduced elements fit one tile runs each pass's steps once, without the walk
+// (plan::one_tile_); a group walked over two unmerged axes runs the general runner. The same
+// values in both layouts must give the same bits: every step sees the same elements in the
+// same order either way.
+TEST_CASE("groups of one tile give the walking runner's results", "[scheduling][fused]") {
+  for (auto [a, b] : {std::pair<index_t, index_t>{1, 1}, {3, 7}, {8, 100}, {4, 256}}) {
+    const index_t rows = 6;
+    auto wide = ct::random_uniform<float>({rows, a, b + 5}, 97, -30.0f, 30.0f);
+    auto strided = wide.slice(2, 0, b);        // rows of a runs of b: two walk axes
+    auto packed = strided.contiguous();        // the same values in one merged axis
+    auto w = ct::random_uniform<float>({a, b}, 98, 0.5f, 1.5f), c = ct::random_uniform<float>({a, b}, 99, -1.0f, 1.0f);
+    const ct::dims ax{1, 2};
+    auto all = [&](const ct::tensor<float>& x) {
+      auto d = x - ct::mean(x, ax, true);
+      auto e = ct::exp(x - ct::max(x, ax, true));
+      // written through the copy path: a destination strided along the (merged) reduced axes
+      auto strided_dest = ct::zeros<float>({a, b, rows}).permute({2, 0, 1});
+      ct::eval(e / ct::sum(e, ax, true), strided_dest);
+      return std::make_tuple(ct::eval(d * ct::rsqrt(ct::mean(ct::square(d), ax, true) + 1e-5f) * w + c),
+                             ct::eval(e / ct::sum(e, ax, true)), ct::eval(ct::sum(x, ax) + ct::max(x, ax)),
+                             ct::eval(ct::argmax(ct::abs(x), ax)), strided_dest);
+    };
+    for (ct::backend be : {ct::backend::scalar, ct::backend::simd}) {
+      ct::backend_scope scope(be);
+      auto [ln_w, sm_w, s_w, am_w, sd_w] = all(strided);
+      auto [ln_o, sm_o, s_o, am_o, sd_o] = all(packed);
+      INFO(a << "x" << b << (be == ct::backend::simd ? " simd" : " scalar"));
+      CHECK(ct_test::bitwise_equal(ln_w, ln_o));
+      CHECK(ct_test::bitwise_equal(sm_w, sm_o));
+      CHECK(ct_test::bitwise_equal(s_w, s_o));
+      CHECK(ct_test::bitwise_equal(am_w, am_o));
+      CHECK(ct_test::bitwise_equal(sd_w, sd_o));
+      // and against a double reference, so that both cannot be wrong the same way (the
+      // reducers broadcast back inside the sum: rows x 1 x 1)
+      for (index_t r = 0; r < rows; ++r) {
+        double s = 0, m = -1e300;
+        for (index_t i = 0; i < a; ++i)
+          for (index_t j = 0; j < b; ++j) s += packed(r, i, j), m = std::max(m, static_cast<double>(packed(r, i, j)));
+        CHECK(std::abs(s_o(r, 0, 0) - (s + m)) <= 1e-5 * (std::abs(s) + std::abs(m)) + 1e-4);
+      }
+    }
+  }
+}
