@@ -372,6 +372,7 @@ class plan {
     decide_plain();
     decide_early_extreme();
     decide_one_tile();
+    decide_norm_rows();
     const std::size_t state_bytes = column_ ? static_cast<std::size_t>(block_) * sizeof(column_state) : sizeof(reducer_state);
     scratch_bytes_ = cache_at_ + cache_bytes_ + static_cast<std::size_t>(n) * static_cast<std::size_t>(block_) * 8 +
                      static_cast<std::size_t>(reducers_) * state_bytes + 64;
@@ -440,6 +441,7 @@ class plan {
   void decide_plain();
   void decide_early_extreme();
   void decide_one_tile();
+  void decide_norm_rows();
   template <class T>
   void run_plain(index_t start, index_t end, runner_workspace& ws) const;
   void plan_pass(int pass);
@@ -555,6 +557,19 @@ class plan {
   // (rows up to max_tile long, layer and RMS norm of 1024): the runner calls each pass's steps
   // once per group instead of walking (decide_one_tile, group_runner::run_one_tile).
   bool one_tile_ = false;
+  // Layer norm's shape (decide_norm_rows): with one_tile_, pass 0 only sums x, pass 1 only
+  // forms x - m into the row cache and sums its squares, and the output pass only multiplies
+  // that by the one value r (and a weight, and adds a bias) into a contiguous destination.
+  // Each group is then one kernels::resolve_norm_row call (norm_.fn, nullptr: not this shape).
+  struct norm_rows {
+    void (*fn)() = nullptr;
+    bool f64 = false, streamed = false;
+    int x_leaf = -1, w_leaf = -1, c_leaf = -1;  // leaves read in place (w, c: -1 when absent or c is one value)
+    int c_one = -1;                             // c as one value (instruction), or -1
+    int s1 = -1, s2 = -1;                       // the two sums
+    int m = -1, r = -1;                         // the one values the passes subtract and multiply by
+    std::size_t d_at = 0;                       // x - m in the row cache
+  } norm_;
   plan_vector<int> level_;
   plan_vector<int> reducer_index_;
   plan_vector<char> float_sum_;  // a sum of float or double into float or double: lanes only
@@ -1066,6 +1081,88 @@ void plan::plan_kernel_prefetch() {
 void plan::decide_one_tile() {
   one_tile_ = !column_ && !plain_ && walk_.size() == 1 && walk_.back().extent > 0 && tile_ == walk_.back().extent &&
               !prefetches_next_ && early_reducer_ < 0;
+}
+
+// Layer norm as the runner executes it, step by step, spends ~45 ns per row between its three
+// kernels (reducer bookkeeping, operand tables, the one values passing through memory); the
+// same kernels' loops inlined into one function per row remove most of it. Only this shape
+// is recognised — it is the norms' and the benchmarks' — and the kernel computes exactly what
+// the steps below would (tests compare it with the step-by-step runner bitwise).
+void plan::decide_norm_rows() {
+  using step = pass_plan::step;
+  if (!one_tile_ || passes_.size() != 3 || root_uniform_ || walk_.back().strides.back() != 1) return;
+  if (stream_ && root_stream_ == nullptr) return;
+  const auto& code = p_.code();
+  const auto at = [](int i) { return static_cast<std::size_t>(i); };
+  const pass_plan &p0 = passes_[0], &p1 = passes_[1], &p2 = passes_[2];
+  // pass 0: x read in place and summed
+  if (!p0.uniform_steps.empty() || p0.steps.size() != 1 || p0.feeds_list.size() != 1 || p0.reducers.size() != 1 ||
+      !p0.reuses.empty())
+    return;
+  const step& ld = p0.steps[0];
+  const pass_plan::feed& f0 = p0.feeds_list[0];
+  const dtype t = code[at(ld.i)].type;
+  if (ld.kind != step::load_in_place || f0.a != ld.i || f0.r != p0.reducers[0] || !f0.sum || f0.uniform_arg ||
+      (t != dtype::f32 && t != dtype::f64) || code[at(f0.r)].type != t || !float_sum_[at(f0.r)])
+    return;
+  // pass 1: x (read in place) - m into the row cache, its squares summed
+  if (p1.steps.empty() || !p1.feeds_list.empty() || p1.reducers.size() != 1 || !p1.reuses.empty()) return;
+  const step& sf = p1.steps.back();
+  for (std::size_t k = 0; k + 1 < p1.steps.size(); ++k)
+    if (p1.steps[k].kind != step::load_in_place || p1.steps[k].i != ld.i) return;
+  const int s2 = p1.reducers[0];
+  const auto esize = static_cast<index_t>(dtype_size(t));
+  if (sf.kind != step::sub_feeding || sf.a[0] != ld.i || !uniform_[at(sf.a[1])] || !sf.has_out || sf.out_step != esize ||
+      sf.state != reducer_index_[at(s2)] || code[at(s2)].type != t || !float_sum_[at(s2)] || code[at(sf.a[1])].type != t)
+    return;
+  // pass 2: weight and bias read in place, then the root from x - m and r
+  if (p2.steps.empty() || !p2.feeds_list.empty() || !p2.reducers.empty() || p2.reuses.size() != 1 ||
+      p2.reuses[0].i != sf.i || p2.reuses[0].at != sf.out_at)
+    return;
+  const step& out = p2.steps.back();
+  const auto leaf_of = [&](int i) {  // the leaf instruction i loads in place in pass 2, or -1
+    for (std::size_t k = 0; k + 1 < p2.steps.size(); ++k)
+      if (p2.steps[k].i == i) return p2.steps[k].leaf;
+    return -1;
+  };
+  for (std::size_t k = 0; k + 1 < p2.steps.size(); ++k)
+    if (p2.steps[k].kind != step::load_in_place || p2.steps[k].esize != esize) return;
+  if (out.i != root_ || code[at(root_)].type != t || dest_.type != t) return;
+  norm_rows nr;
+  kernels::norm_output o{};
+  if (out.kind == step::scale_then) {
+    if (out.a[0] != sf.i || !uniform_[at(out.a[1])] || (nr.w_leaf = leaf_of(out.a[2])) < 0) return;
+    nr.r = out.a[1];
+    if (out.a[3] < 0) {
+      o = kernels::norm_output::mul_mul;
+    } else if (uniform_[at(out.a[3])]) {
+      o = kernels::norm_output::mul_add_uniform_c;
+      nr.c_one = out.a[3];
+    } else {
+      o = kernels::norm_output::mul_add;
+      if ((nr.c_leaf = leaf_of(out.a[3])) < 0) return;
+    }
+  } else if (out.kind == step::direct && out.arity == 2 && code[at(root_)].op == opcode::binary &&
+             code[at(root_)].sub == static_cast<std::uint8_t>(kernels::binary_op::mul)) {
+    o = kernels::norm_output::mul;
+    if (out.a[0] == sf.i && uniform_[at(out.a[1])]) nr.r = out.a[1];
+    else if (out.a[1] == sf.i && uniform_[at(out.a[0])]) nr.r = out.a[0];
+    else return;
+  } else {
+    return;
+  }
+  const settings s = current_settings();
+  nr.fn = t == dtype::f32 ? reinterpret_cast<void (*)()>(kernels::resolve_norm_row<float>(o, s, stream_))
+                          : reinterpret_cast<void (*)()>(kernels::resolve_norm_row<double>(o, s, stream_));
+  if (nr.fn == nullptr) return;
+  nr.f64 = t == dtype::f64;
+  nr.streamed = p0.streamed[at(ld.i)] != 0;
+  nr.x_leaf = ld.leaf;
+  nr.s1 = f0.r;
+  nr.s2 = s2;
+  nr.m = sf.a[1];
+  nr.d_at = sf.out_at;
+  norm_ = nr;
 }
 
 // Softmax of 4096x4096 spends ~13% of its time in the max pass, which reads the row the
@@ -1727,6 +1824,31 @@ struct group_runner {
     else for (index_t j = 0; j < n; ++j) std::memcpy(d + j * dstride * static_cast<index_t>(esize), r + static_cast<std::size_t>(j) * esize, esize);
   }
 
+  // run_group for plan::norm_: one kernel call per group; between its passes the kernel calls
+  // back here for the sums' values and the next pass's one values.
+  template <class T>
+  void run_norm_row(index_t g) {
+    const plan::norm_rows& nr = pl.norm_;
+    pl.group_offsets(g, offsets);
+    const auto leaf = [&](int l) -> const T* {
+      return l < 0 ? nullptr : static_cast<const T*>(p.leaves()[static_cast<std::size_t>(l)].data) + offsets[static_cast<std::size_t>(l)];
+    };
+    T* y = static_cast<T*>(pl.dest_.data) + offsets.back();
+    const T* c = nr.c_one >= 0 ? static_cast<const T*>(ptr[static_cast<std::size_t>(nr.c_one)]) : leaf(nr.c_leaf);
+    reinterpret_cast<kernels::norm_row_fn<T>>(nr.fn)(leaf(nr.x_leaf), reinterpret_cast<T*>(scratch + nr.d_at), y,
+                                                     leaf(nr.w_leaf), c, pl.tile_, nr.streamed, &norm_stage<T>, this,
+                                                     states[0].lanes);
+  }
+  // The sum's value as finish_reducer stores it, then the next pass's one values.
+  template <class T>
+  static const T* norm_stage(void* self, int stage, double sum) {
+    auto& r = *static_cast<group_runner*>(self);
+    const plan::norm_rows& nr = r.pl.norm_;
+    *static_cast<T*>(r.ptr[static_cast<std::size_t>(stage == 0 ? nr.s1 : nr.s2)]) = static_cast<T>(sum);
+    r.run_uniform_steps(r.pl.passes_[static_cast<std::size_t>(stage + 1)]);
+    return static_cast<const T*>(r.ptr[static_cast<std::size_t>(stage == 0 ? nr.m : nr.r)]);
+  }
+
   // run_group for plan::one_tile_: every pass is one tile at position 0, nothing is
   // prefetched for the next group and no reducer is fed early.
   void run_one_tile(index_t g) {
@@ -2083,7 +2205,11 @@ void plan::run(index_t start, index_t end, unsigned char* scratch, runner_worksp
   }
   if (!column_) {
     group_runner runner(*this, scratch, ws);
-    if (one_tile_)
+    if (norm_.fn != nullptr && norm_.f64)
+      for (index_t g = start; g < end; ++g) runner.run_norm_row<double>(g);
+    else if (norm_.fn != nullptr)
+      for (index_t g = start; g < end; ++g) runner.run_norm_row<float>(g);
+    else if (one_tile_)
       for (index_t g = start; g < end; ++g) runner.run_one_tile(g);
     else
       for (index_t g = start; g < end; ++g) runner.run_group(g, g + 1 < end);

@@ -51,7 +51,8 @@ void scalar_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index
   void simd_resolve_prefetch(unary_op op, bool fused, unary_prefetch_fn<T>& out) noexcept;                \
   void simd_resolve_sub_sum(unary_op op, bool fused, sub_unary_sum_tile_fn<T>& out) noexcept;           \
   void simd_resolve_sum(bool streamed, sum_bulk_fn<T>& out) noexcept;                                  \
-  void simd_resolve_sub_keep(unary_op op, bool fused, bool prefetch, sub_keep_unary_fn<T>& out) noexcept;
+  void simd_resolve_sub_keep(unary_op op, bool fused, bool prefetch, sub_keep_unary_fn<T>& out) noexcept; \
+  void simd_resolve_norm_row(norm_output o, bool fused, bool stream, norm_row_fn<T>& out) noexcept;
 CT_KERNELS_DECLARE_SIMD(float)
 CT_KERNELS_DECLARE_SIMD(double)
 #undef CT_KERNELS_DECLARE_SIMD

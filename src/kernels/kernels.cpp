@@ -129,6 +129,13 @@ scale_then_tile_fn<T> resolve_scale_then(bool muladd, bool c_uniform, const sett
 }
 
 template <class T>
+norm_row_fn<T> resolve_norm_row(norm_output out, const settings& s, bool stream) noexcept {
+  norm_row_fn<T> f = nullptr;
+  if (s.backend == backend::simd) simd_resolve_norm_row(out, is_fused(s), stream, f);
+  return f;
+}
+
+template <class T>
 unary_prefetch_fn<T> resolve_unary_prefetch(unary_op op, const settings& s) noexcept {
   unary_prefetch_fn<T> f = nullptr;
   if (s.backend == backend::simd) simd_resolve_prefetch(op, is_fused(s), f);
@@ -212,6 +219,7 @@ const char* simd_target_name() noexcept { return simd_target(); }
   template muladd_tile_fn<T> resolve_muladd<T>(bool, bool, bool, const settings&, bool) noexcept;       \
   template unary_sum_tile_fn<T> resolve_unary_sum<T>(unary_op, bool, const settings&) noexcept;         \
   template scale_then_tile_fn<T> resolve_scale_then<T>(bool, bool, const settings&, bool) noexcept;    \
+  template norm_row_fn<T> resolve_norm_row<T>(norm_output, const settings&, bool) noexcept;            \
   template binary_tile_fn<T> resolve_sub_unary<T>(unary_op, const settings&) noexcept;                  \
   template sub_keep_unary_fn<T> resolve_sub_keep_unary<T>(unary_op, bool, const settings&) noexcept;   \
   template sub_unary_prefetch_fn<T> resolve_sub_unary_prefetch<T>(unary_op, const settings&) noexcept;  \

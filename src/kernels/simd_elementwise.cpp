@@ -16,6 +16,7 @@
 #include "src/kernels/detail.hpp"
 #include "src/kernels/simd_activation-inl.h"
 #include "src/kernels/simd_exp-inl.h"
+#include "src/kernels/simd_lanes-inl.h"
 #include "src/kernels/simd_log-inl.h"
 #include "src/kernels/simd_trig-inl.h"
 
@@ -596,6 +597,77 @@ HWY_INLINE sub_unary_sum_tile_fn<T> ResolveSubUnarySum(unary_op op, bool fused) 
 sub_unary_sum_tile_fn<float> ResolveSubUnarySumF32(unary_op op, bool fused) { return ResolveSubUnarySum<float>(op, fused); }
 sub_unary_sum_tile_fn<double> ResolveSubUnarySumF64(unary_op op, bool fused) { return ResolveSubUnarySum<double>(op, fused); }
 
+// ---- a whole row of layer norm's shape (resolve_norm_row) -----------------------------------
+
+#if HWY_TARGET != HWY_SCALAR
+/// The three passes of kernels::resolve_norm_row in one function: the lane sums are
+/// AccumulateLanes and UnarySumLoop over the whole 32-element rounds, the rest of the row fed
+/// element by element as by_lane_rounds feeds a tail; the output is ScaleThenTile's (or
+/// BinaryTile's multiply) loop. Calling the three kernels through the evaluator's runner cost
+/// ~45 ns of bookkeeping per row on top of them.
+template <norm_output kOut, bool kFused, bool kStream, class T>
+void NormRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT d, T* HWY_RESTRICT y, const T* w, const T* c, index_t n,
+             bool streamed, norm_row_stage_fn<T> stage, void* ctx, lane_accumulator& acc) {
+  const index_t whole = n / reduce_lanes * reduce_lanes;
+  if (streamed) AccumulateLanes<false, true>(acc.lane, x, whole, true);
+  else AccumulateLanes<false, false>(acc.lane, x, whole, true);
+  for (index_t k = whole; k < n; ++k) acc.lane[k - whole] += static_cast<double>(x[k]);
+  // sum_result's scalar tree: a vector tree (ConcatEven/ConcatOdd pairs, the same additions)
+  // made layer norm of 512x1024 7% slower — its shuffles lengthen the chain the next pass waits on.
+  const T m = *stage(ctx, 0, sum_result(acc));
+  UnarySumLoop<unary_op::square, kFused, true, true>(x, d, whole, acc.lane, true, &m);
+  for (index_t k = whole; k < n; ++k) {
+    const T t = x[k] - m;
+    d[k] = t;
+    acc.lane[k - whole] += static_cast<double>(t * t);
+  }
+  const T* r = stage(ctx, 1, sum_result(acc));
+  const hn::ScalableTag<T> dt;
+  using D = decltype(dt);
+  using V = hn::Vec<D>;
+  if constexpr (kOut == norm_output::mul)
+    ForEachVector<kStream>(dt, y, n, [](V p, V q) { return hn::Mul(p, q); }, Operand<false, D>{d}, Operand<true, D>{r});
+  else if constexpr (kOut == norm_output::mul_mul)
+    ForEachVector<kStream>(dt, y, n, [](V p, V q, V s) { return hn::Mul(hn::Mul(p, q), s); }, Operand<false, D>{d},
+                           Operand<true, D>{r}, Operand<false, D>{w});
+  else
+    ForEachVector<kStream>(
+        dt, y, n, [](V p, V q, V s, V t) { return Fma<kFused>(hn::Mul(p, q), s, t); }, Operand<false, D>{d},
+        Operand<true, D>{r}, Operand<false, D>{w}, Operand<kOut == norm_output::mul_add_uniform_c, D>{c});
+}
+
+template <bool kFused, bool kStream, class T>
+HWY_INLINE norm_row_fn<T> ResolveNormRowF(norm_output o) {
+  switch (o) {
+    case norm_output::mul: return &NormRow<norm_output::mul, kFused, kStream, T>;
+    case norm_output::mul_mul: return &NormRow<norm_output::mul_mul, kFused, kStream, T>;
+    case norm_output::mul_add: return &NormRow<norm_output::mul_add, kFused, kStream, T>;
+    default: return &NormRow<norm_output::mul_add_uniform_c, kFused, kStream, T>;
+  }
+}
+#endif
+/// The FMA policy only matters to the multiply-add outputs; the multiply ones use the
+/// separate-policy instantiation.
+template <class T>
+HWY_INLINE norm_row_fn<T> ResolveNormRow(norm_output o, bool fused, bool stream) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)o;
+  (void)fused;
+  (void)stream;
+  return nullptr;
+#else
+  const bool muladd = o == norm_output::mul_add || o == norm_output::mul_add_uniform_c;
+  if (!muladd || !fused) return stream ? ResolveNormRowF<false, true, T>(o) : ResolveNormRowF<false, false, T>(o);
+#if HWY_NATIVE_FMA
+  return stream ? ResolveNormRowF<true, true, T>(o) : ResolveNormRowF<true, false, T>(o);
+#else
+  return nullptr;  // as resolve_scale_then: the general kernel falls back to std::fma
+#endif
+#endif
+}
+norm_row_fn<float> ResolveNormRowF32(norm_output o, bool fused, bool stream) { return ResolveNormRow<float>(o, fused, stream); }
+norm_row_fn<double> ResolveNormRowF64(norm_output o, bool fused, bool stream) { return ResolveNormRow<double>(o, fused, stream); }
+
 }  // namespace HWY_NAMESPACE
 }  // namespace ct::detail::kernels
 HWY_AFTER_NAMESPACE();
@@ -618,6 +690,8 @@ HWY_EXPORT(ResolveMulAddF64);
 HWY_EXPORT(ResolveUnarySumF32);
 HWY_EXPORT(ResolveUnarySumF64);
 HWY_EXPORT(ResolveScaleThenF32);
+HWY_EXPORT(ResolveNormRowF32);
+HWY_EXPORT(ResolveNormRowF64);
 HWY_EXPORT(ResolveScaleThenF64);
 HWY_EXPORT(ResolveSubKeepUnaryF32);
 HWY_EXPORT(ResolveSubKeepUnaryF64);
@@ -687,6 +761,12 @@ void simd_resolve_scale_then(bool muladd, bool cu, bool fused, bool stream, scal
 }
 void simd_resolve_scale_then(bool muladd, bool cu, bool fused, bool stream, scale_then_tile_fn<double>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveScaleThenF64)(muladd, cu, fused, stream);
+}
+void simd_resolve_norm_row(norm_output o, bool fused, bool stream, norm_row_fn<float>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveNormRowF32)(o, fused, stream);
+}
+void simd_resolve_norm_row(norm_output o, bool fused, bool stream, norm_row_fn<double>& out) noexcept {
+  out = HWY_DYNAMIC_DISPATCH(ResolveNormRowF64)(o, fused, stream);
 }
 void simd_resolve_sub_keep(unary_op op, bool fused, bool prefetch, sub_keep_unary_fn<float>& out) noexcept {
   out = HWY_DYNAMIC_DISPATCH(ResolveSubKeepUnaryF32)(op, fused, prefetch);

@@ -11,6 +11,7 @@
 #include <hwy/highway.h>
 
 #include "src/kernels/detail.hpp"
+#include "src/kernels/simd_lanes-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace ct::detail::kernels {
@@ -18,46 +19,6 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- lane-wise sum / product -----------------------------------------------------------------
-
-/// Prefetches the kBytes (a multiple of 64) that follow p + stream_prefetch_distance.
-template <size_t kBytes>
-HWY_INLINE void PrefetchAhead(const void* p) {
-  const char* at = static_cast<const char*>(p) + stream_prefetch_distance;
-  for (size_t b = 0; b < kBytes; b += 64) __builtin_prefetch(at + b);
-}
-
-/// Adds (or multiplies) x[0..n) into lane[0..32); n is a multiple of 32 and x[0] belongs to
-/// lane 0. The 32 lanes live in 32/N independent vectors, so the dependency chains overlap.
-/// fresh: the lanes still hold their initial 0 (1 for products) and are not read — reading
-/// them right after the init's narrower stores stalls on store forwarding.
-/// kStreamed: x comes from memory; each round prefetches its lines stream_prefetch_distance
-/// ahead.
-template <bool kProduct, bool kStreamed, class T>
-HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT x, index_t n, bool fresh) {
-  const hn::ScalableTag<double> d;
-  const hn::Rebind<T, decltype(d)> dt;  // N elements of the input type
-  constexpr size_t N = HWY_LANES(double);
-  constexpr size_t kVecs = reduce_lanes / N;
-  static_assert(kVecs * N == reduce_lanes, "32 lanes must split evenly into vectors");
-  using V = hn::Vec<decltype(d)>;
-  V acc[kVecs];
-  for (size_t j = 0; j < kVecs; ++j) acc[j] = fresh ? hn::Set(d, kProduct ? 1.0 : 0.0) : hn::LoadU(d, lane + j * N);
-  for (index_t i = 0; i < n; i += reduce_lanes) {
-    if constexpr (kStreamed) PrefetchAhead<reduce_lanes * sizeof(T)>(x + i);
-    // Fully unrolled so every accumulator stays in a register (a rolled loop indexes acc[]
-    // through the stack: 55 GB/s from L2 instead of near the DRAM rate).
-    HWY_UNROLL(16)
-    for (size_t j = 0; j < kVecs; ++j) {
-      V v;
-      if constexpr (sizeof(T) == sizeof(double))
-        v = hn::LoadU(d, x + i + j * N);
-      else
-        v = hn::PromoteTo(d, hn::LoadU(dt, x + i + j * N));
-      acc[j] = kProduct ? hn::Mul(acc[j], v) : hn::Add(acc[j], v);
-    }
-  }
-  for (size_t j = 0; j < kVecs; ++j) hn::StoreU(acc[j], d, lane + j * N);
-}
 
 void SumF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<false, false>(lane, x, n, fresh); }
 void SumF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<false, false>(lane, x, n, fresh); }

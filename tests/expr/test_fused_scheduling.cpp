@@ -531,11 +531,11 @@ TEST_CASE("a sum fed by its square's kernel: the squares stay available to other
 }
 
 // A group whose reduced elements fit one tile runs each pass's steps once, without the walk
-// (plan::one_tile_); a group walked over two unmerged axes runs the general runner. The same
-// values in both layouts must give the same bits: every step sees the same elements in the
-// same order either way.
+// (plan::one_tile_), and layer norm's shape is one kernel call per group (plan::norm_); a
+// group walked over two unmerged axes runs the general runner. The same values in both
+// layouts must give the same bits: every step sees the same elements in the same order.
 TEST_CASE("groups of one tile give the walking runner's results", "[scheduling][fused]") {
-  for (auto [a, b] : {std::pair<index_t, index_t>{1, 1}, {3, 7}, {8, 100}, {4, 256}}) {
+  for (auto [a, b] : {std::pair<index_t, index_t>{1, 1}, {3, 7}, {8, 100}, {4, 256}, {1, 1000}}) {
     const index_t rows = 6;
     auto wide = ct::random_uniform<float>({rows, a, b + 5}, 97, -30.0f, 30.0f);
     auto strided = wide.slice(2, 0, b);        // rows of a runs of b: two walk axes
@@ -552,11 +552,30 @@ TEST_CASE("groups of one tile give the walking runner's results", "[scheduling][
                              ct::eval(e / ct::sum(e, ax, true)), ct::eval(ct::sum(x, ax) + ct::max(x, ax)),
                              ct::eval(ct::argmax(ct::abs(x), ax)), strided_dest);
     };
-    for (ct::backend be : {ct::backend::scalar, ct::backend::simd}) {
-      ct::backend_scope scope(be);
+    // layer norm's shape with each output the kernel has, in float and double
+    auto wide_d = ct::random_uniform<double>({rows, a, b + 5}, 100, -30.0, 30.0);
+    auto strided_d = wide_d.slice(2, 0, b);
+    auto packed_d = strided_d.contiguous();
+    auto norms = [&](const ct::tensor<float>& x, const ct::tensor<double>& xd) {
+      auto d = x - ct::mean(x, ax, true);
+      auto n = d * ct::rsqrt(ct::mean(ct::square(d), ax, true) + 1e-5f);
+      auto dd = xd - ct::mean(xd, ax, true);
+      return std::make_tuple(ct::eval(n), ct::eval(n * w), ct::eval(n * w + 0.25f), ct::eval(ct::rsqrt(ct::mean(ct::square(d), ax, true) + 1e-5f) * d),
+                             ct::eval(dd * ct::rsqrt(ct::mean(ct::square(dd), ax, true) + 1e-9) * ct::cast<double>(w) + ct::cast<double>(c)));
+    };
+    for (auto [be, f] : {std::pair{ct::backend::scalar, ct::fma_policy::fused}, {ct::backend::simd, ct::fma_policy::fused},
+                         {ct::backend::simd, ct::fma_policy::separate}}) {
+      ct::settings_scope scope({be, f});
       auto [ln_w, sm_w, s_w, am_w, sd_w] = all(strided);
       auto [ln_o, sm_o, s_o, am_o, sd_o] = all(packed);
-      INFO(a << "x" << b << (be == ct::backend::simd ? " simd" : " scalar"));
+      INFO(a << "x" << b << (be == ct::backend::simd ? " simd" : " scalar") << (f == ct::fma_policy::fused ? " fused" : " separate"));
+      auto [n1_w, n2_w, n3_w, n4_w, n5_w] = norms(strided, strided_d);
+      auto [n1_o, n2_o, n3_o, n4_o, n5_o] = norms(packed, packed_d);
+      CHECK(ct_test::bitwise_equal(n1_w, n1_o));
+      CHECK(ct_test::bitwise_equal(n2_w, n2_o));
+      CHECK(ct_test::bitwise_equal(n3_w, n3_o));
+      CHECK(ct_test::bitwise_equal(n4_w, n4_o));
+      CHECK(ct_test::bitwise_equal(n5_w, n5_o));
       CHECK(ct_test::bitwise_equal(ln_w, ln_o));
       CHECK(ct_test::bitwise_equal(sm_w, sm_o));
       CHECK(ct_test::bitwise_equal(s_w, s_o));

@@ -199,6 +199,25 @@ template <class T>
 void sub_unary_sum(sub_unary_sum_tile_fn<T> fn, binary_tile_fn<T> sub, unary_tile_fn<T> plain, const T* x, const T* u,
                    T* d, index_t n, lane_accumulator& acc);
 
+/// A whole row of layer norm's shape in one call: the three passes the evaluator would run as
+/// sum_with(resolve_sum(streamed)) of x; sub_unary_sum(square) of x - m into d; and the output
+/// y = d * r (norm_output::mul), (d * r) * w (mul_mul), or resolve_scale_then's (d * r) * w + c
+/// with c varying (mul_add) or one value (mul_add_uniform_c) — bitwise, lane by lane. Between
+/// the passes it calls stage(ctx, 0, s) with x's sum (sum_result of its lanes), which returns
+/// where m is, then stage(ctx, 1, s) with the sum of the squares, which returns where r is:
+/// the caller computes the group's one-value steps (mean, 1/sqrt(var + eps)) its usual way.
+/// d holds n elements, acc is scratch for the lanes; stream: y is written with non-temporal
+/// stores as resolve_scale_then's stream variant does (the caller fences). nullptr for the
+/// scalar backend, and for the multiply-add outputs where resolve_scale_then has none.
+enum class norm_output : std::uint8_t { mul, mul_mul, mul_add, mul_add_uniform_c };
+template <class T>
+using norm_row_stage_fn = const T* (*)(void* ctx, int stage, double sum);
+template <class T>
+using norm_row_fn = void (*)(const T* x, T* d, T* y, const T* w, const T* c, index_t n, bool streamed,
+                             norm_row_stage_fn<T> stage, void* ctx, lane_accumulator& acc);
+template <class T>
+norm_row_fn<T> resolve_norm_row(norm_output out, const settings& s, bool stream) noexcept;
+
 /// Name of the SIMD target the simd backend dispatches to on this CPU (e.g. "AVX3", "AVX2").
 const char* simd_target_name() noexcept;
 
