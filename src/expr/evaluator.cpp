@@ -1095,10 +1095,9 @@ void plan::decide_norm_rows() {
   const auto& code = p_.code();
   const auto at = [](int i) { return static_cast<std::size_t>(i); };
   const pass_plan &p0 = passes_[0], &p1 = passes_[1], &p2 = passes_[2];
-  // pass 0: x read in place and summed
-  if (!p0.uniform_steps.empty() || p0.steps.size() != 1 || p0.feeds_list.size() != 1 || p0.reducers.size() != 1 ||
-      !p0.reuses.empty())
-    return;
+  // pass 0: x read in place and summed (its one values, e.g. a per-row epsilon read from a
+  // tensor, are computed before the kernel starts)
+  if (p0.steps.size() != 1 || p0.feeds_list.size() != 1 || p0.reducers.size() != 1 || !p0.reuses.empty()) return;
   const step& ld = p0.steps[0];
   const pass_plan::feed& f0 = p0.feeds_list[0];
   const dtype t = code[at(ld.i)].type;
@@ -1115,34 +1114,52 @@ void plan::decide_norm_rows() {
   if (sf.kind != step::sub_feeding || sf.a[0] != ld.i || !uniform_[at(sf.a[1])] || !sf.has_out || sf.out_step != esize ||
       sf.state != reducer_index_[at(s2)] || code[at(s2)].type != t || !float_sum_[at(s2)] || code[at(sf.a[1])].type != t)
     return;
-  // pass 2: weight and bias read in place, then the root from x - m and r
+  // pass 2: weight and bias read in place, then the root from x - m and r: (d * r) [* w]
+  // [+ c] as one multiply-add step, or — under the separate FMA policy, where a*b + c is not
+  // contracted — (d * r) * w as a step of its own and the root adding c to it.
   if (p2.steps.empty() || !p2.feeds_list.empty() || !p2.reducers.empty() || p2.reuses.size() != 1 ||
       p2.reuses[0].i != sf.i || p2.reuses[0].at != sf.out_at)
     return;
   const step& out = p2.steps.back();
+  const bool two_step = p2.steps.size() >= 2 && out.kind == step::direct && out.arity == 2 &&
+                        code[at(root_)].op == opcode::binary &&
+                        code[at(root_)].sub == static_cast<std::uint8_t>(kernels::binary_op::add);
+  const step* scale = two_step ? nullptr : &out;  // the step computing (d * r) [* w [+ c]]
+  for (std::size_t k = 0; k + 1 < p2.steps.size(); ++k) {  // the others only read operands in place
+    const step& st = p2.steps[k];
+    if (st.kind == step::load_in_place && st.esize == esize) continue;
+    if (scale != nullptr) return;
+    scale = &st;
+  }
+  if (scale == nullptr) return;
   const auto leaf_of = [&](int i) {  // the leaf instruction i loads in place in pass 2, or -1
-    for (std::size_t k = 0; k + 1 < p2.steps.size(); ++k)
-      if (p2.steps[k].i == i) return p2.steps[k].leaf;
+    for (const step& st : p2.steps)
+      if (st.i == i && st.kind == step::load_in_place) return st.leaf;
     return -1;
   };
-  for (std::size_t k = 0; k + 1 < p2.steps.size(); ++k)
-    if (p2.steps[k].kind != step::load_in_place || p2.steps[k].esize != esize) return;
   if (out.i != root_ || code[at(root_)].type != t || dest_.type != t) return;
   norm_rows nr;
   kernels::norm_output o{};
-  if (out.kind == step::scale_then) {
-    if (out.a[0] != sf.i || !uniform_[at(out.a[1])] || (nr.w_leaf = leaf_of(out.a[2])) < 0) return;
-    nr.r = out.a[1];
-    if (out.a[3] < 0) {
+  settings s = current_settings();
+  if (scale->kind == step::scale_then) {
+    if (scale->a[0] != sf.i || !uniform_[at(scale->a[1])] || (nr.w_leaf = leaf_of(scale->a[2])) < 0) return;
+    nr.r = scale->a[1];
+    int c = scale->a[3];
+    if (two_step) {  // root = scale + c, in that order: the kernel's Fma<false> is Add(product, c)
+      if (c >= 0 || out.a[0] != scale->i || out.a[1] == scale->i) return;
+      c = out.a[1];
+      s.fma = fma_policy::separate;
+    }
+    if (c < 0) {
       o = kernels::norm_output::mul_mul;
-    } else if (uniform_[at(out.a[3])]) {
+    } else if (uniform_[at(c)]) {
       o = kernels::norm_output::mul_add_uniform_c;
-      nr.c_one = out.a[3];
+      nr.c_one = c;
     } else {
       o = kernels::norm_output::mul_add;
-      if ((nr.c_leaf = leaf_of(out.a[3])) < 0) return;
+      if ((nr.c_leaf = leaf_of(c)) < 0) return;
     }
-  } else if (out.kind == step::direct && out.arity == 2 && code[at(root_)].op == opcode::binary &&
+  } else if (!two_step && out.kind == step::direct && out.arity == 2 && code[at(root_)].op == opcode::binary &&
              code[at(root_)].sub == static_cast<std::uint8_t>(kernels::binary_op::mul)) {
     o = kernels::norm_output::mul;
     if (out.a[0] == sf.i && uniform_[at(out.a[1])]) nr.r = out.a[1];
@@ -1151,7 +1168,6 @@ void plan::decide_norm_rows() {
   } else {
     return;
   }
-  const settings s = current_settings();
   nr.fn = t == dtype::f32 ? reinterpret_cast<void (*)()>(kernels::resolve_norm_row<float>(o, s, stream_))
                           : reinterpret_cast<void (*)()>(kernels::resolve_norm_row<double>(o, s, stream_));
   if (nr.fn == nullptr) return;
@@ -1834,6 +1850,7 @@ struct group_runner {
       return l < 0 ? nullptr : static_cast<const T*>(p.leaves()[static_cast<std::size_t>(l)].data) + offsets[static_cast<std::size_t>(l)];
     };
     T* y = static_cast<T*>(pl.dest_.data) + offsets.back();
+    run_uniform_steps(pl.passes_[0]);
     const T* c = nr.c_one >= 0 ? static_cast<const T*>(ptr[static_cast<std::size_t>(nr.c_one)]) : leaf(nr.c_leaf);
     reinterpret_cast<kernels::norm_row_fn<T>>(nr.fn)(leaf(nr.x_leaf), reinterpret_cast<T*>(scratch + nr.d_at), y,
                                                      leaf(nr.w_leaf), c, pl.tile_, nr.streamed, &norm_stage<T>, this,

@@ -556,12 +556,16 @@ TEST_CASE("groups of one tile give the walking runner's results", "[scheduling][
     auto wide_d = ct::random_uniform<double>({rows, a, b + 5}, 100, -30.0, 30.0);
     auto strided_d = wide_d.slice(2, 0, b);
     auto packed_d = strided_d.contiguous();
+    auto wd = ct::random_uniform<double>({a, b}, 103, 0.5, 1.5), cd = ct::random_uniform<double>({a, b}, 104, -1.0, 1.0);
+    // one value per row read from a tensor: an epsilon and a bias (loads among the one values)
+    auto eps = ct::random_uniform<float>({rows, 1, 1}, 101, 1e-6f, 1e-2f), row_bias = ct::random_uniform<float>({rows, 1, 1}, 102, -1.0f, 1.0f);
     auto norms = [&](const ct::tensor<float>& x, const ct::tensor<double>& xd) {
       auto d = x - ct::mean(x, ax, true);
       auto n = d * ct::rsqrt(ct::mean(ct::square(d), ax, true) + 1e-5f);
       auto dd = xd - ct::mean(xd, ax, true);
       return std::make_tuple(ct::eval(n), ct::eval(n * w), ct::eval(n * w + 0.25f), ct::eval(ct::rsqrt(ct::mean(ct::square(d), ax, true) + 1e-5f) * d),
-                             ct::eval(dd * ct::rsqrt(ct::mean(ct::square(dd), ax, true) + 1e-9) * ct::cast<double>(w) + ct::cast<double>(c)));
+                             ct::eval(dd * ct::rsqrt(ct::mean(ct::square(dd), ax, true) + 1e-9) * wd + cd),
+                             ct::eval(d * ct::rsqrt(ct::mean(ct::square(d), ax, true) + eps) * w + row_bias));
     };
     for (auto [be, f] : {std::pair{ct::backend::scalar, ct::fma_policy::fused}, {ct::backend::simd, ct::fma_policy::fused},
                          {ct::backend::simd, ct::fma_policy::separate}}) {
@@ -569,8 +573,9 @@ TEST_CASE("groups of one tile give the walking runner's results", "[scheduling][
       auto [ln_w, sm_w, s_w, am_w, sd_w] = all(strided);
       auto [ln_o, sm_o, s_o, am_o, sd_o] = all(packed);
       INFO(a << "x" << b << (be == ct::backend::simd ? " simd" : " scalar") << (f == ct::fma_policy::fused ? " fused" : " separate"));
-      auto [n1_w, n2_w, n3_w, n4_w, n5_w] = norms(strided, strided_d);
-      auto [n1_o, n2_o, n3_o, n4_o, n5_o] = norms(packed, packed_d);
+      auto [n1_w, n2_w, n3_w, n4_w, n5_w, n6_w] = norms(strided, strided_d);
+      auto [n1_o, n2_o, n3_o, n4_o, n5_o, n6_o] = norms(packed, packed_d);
+      CHECK(ct_test::bitwise_equal(n6_w, n6_o));
       CHECK(ct_test::bitwise_equal(n1_w, n1_o));
       CHECK(ct_test::bitwise_equal(n2_w, n2_o));
       CHECK(ct_test::bitwise_equal(n3_w, n3_o));
