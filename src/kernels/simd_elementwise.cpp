@@ -619,7 +619,8 @@ void NormRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT d, T* HWY_RESTRICT y, cons
   for (index_t k = whole; k < n; ++k) {
     const T t = x[k] - m;
     d[k] = t;
-    acc.lane[k - whole] += static_cast<double>(t * t);
+    const T square = t * t;  // its own statement: rounded before the add, as scalar_sum adds it
+    acc.lane[k - whole] += static_cast<double>(square);
   }
   const T* r = stage(ctx, 1, sum_result(acc));
   const hn::ScalableTag<T> dt;

@@ -535,9 +535,15 @@ TEST_CASE("a sum fed by its square's kernel: the squares stay available to other
 // group walked over two unmerged axes runs the general runner. The same values in both
 // layouts must give the same bits: every step sees the same elements in the same order.
 TEST_CASE("groups of one tile give the walking runner's results", "[scheduling][fused]") {
-  for (auto [a, b] : {std::pair<index_t, index_t>{1, 1}, {3, 7}, {8, 100}, {4, 256}, {1, 1000}}) {
+  // a >= 2, so the strided layout really has two walk axes; a*b: whole rounds of 32 only,
+  // a tail only, both, and one full tile
+  for (auto shape : {std::pair<index_t, index_t>{2, 16}, {3, 7}, {3, 11}, {2, 50}, {8, 125}, {4, 256}}) {
+    const index_t a = shape.first, b = shape.second;  // (clang 14 cannot capture structured bindings)
     const index_t rows = 6;
     auto wide = ct::random_uniform<float>({rows, a, b + 5}, 97, -30.0f, 30.0f);
+    wide(1, a - 1, b - 1) = std::numeric_limits<float>::quiet_NaN();  // a NaN in the tail (or last round)
+    wide(2, 0, 0) = std::numeric_limits<float>::infinity();
+    wide(3, a / 2, b / 2) = -std::numeric_limits<float>::infinity();
     auto strided = wide.slice(2, 0, b);        // rows of a runs of b: two walk axes
     auto packed = strided.contiguous();        // the same values in one merged axis
     auto w = ct::random_uniform<float>({a, b}, 98, 0.5f, 1.5f), c = ct::random_uniform<float>({a, b}, 99, -1.0f, 1.0f);
@@ -553,7 +559,10 @@ TEST_CASE("groups of one tile give the walking runner's results", "[scheduling][
                              ct::eval(ct::argmax(ct::abs(x), ax)), strided_dest);
     };
     // layer norm's shape with each output the kernel has, in float and double
-    auto wide_d = ct::random_uniform<double>({rows, a, b + 5}, 100, -30.0, 30.0);
+    // many rows: a last-bit slip in a lane (a contracted multiply-add) rarely survives the
+    // tree, the division and 1/sqrt, so one row in a few hundred shows it
+    auto wide_d = ct::random_uniform<double>({300, a, b + 5}, 100, -30.0, 30.0);
+    wide_d(4, a - 1, b - 1) = std::numeric_limits<double>::quiet_NaN();
     auto strided_d = wide_d.slice(2, 0, b);
     auto packed_d = strided_d.contiguous();
     auto wd = ct::random_uniform<double>({a, b}, 103, 0.5, 1.5), cd = ct::random_uniform<double>({a, b}, 104, -1.0, 1.0);
@@ -565,6 +574,8 @@ TEST_CASE("groups of one tile give the walking runner's results", "[scheduling][
       auto dd = xd - ct::mean(xd, ax, true);
       return std::make_tuple(ct::eval(n), ct::eval(n * w), ct::eval(n * w + 0.25f), ct::eval(ct::rsqrt(ct::mean(ct::square(d), ax, true) + 1e-5f) * d),
                              ct::eval(dd * ct::rsqrt(ct::mean(ct::square(dd), ax, true) + 1e-9) * wd + cd),
+                             ct::eval(dd * ct::rsqrt(ct::mean(ct::square(dd), ax, true) + 1e-9)),
+                             ct::eval(dd * ct::rsqrt(ct::mean(ct::square(dd), ax, true) + 1e-9) * wd),
                              ct::eval(d * ct::rsqrt(ct::mean(ct::square(d), ax, true) + eps) * w + row_bias));
     };
     for (auto [be, f] : {std::pair{ct::backend::scalar, ct::fma_policy::fused}, {ct::backend::simd, ct::fma_policy::fused},
@@ -573,9 +584,11 @@ TEST_CASE("groups of one tile give the walking runner's results", "[scheduling][
       auto [ln_w, sm_w, s_w, am_w, sd_w] = all(strided);
       auto [ln_o, sm_o, s_o, am_o, sd_o] = all(packed);
       INFO(a << "x" << b << (be == ct::backend::simd ? " simd" : " scalar") << (f == ct::fma_policy::fused ? " fused" : " separate"));
-      auto [n1_w, n2_w, n3_w, n4_w, n5_w, n6_w] = norms(strided, strided_d);
-      auto [n1_o, n2_o, n3_o, n4_o, n5_o, n6_o] = norms(packed, packed_d);
+      auto [n1_w, n2_w, n3_w, n4_w, n5_w, n7_w, n8_w, n6_w] = norms(strided, strided_d);
+      auto [n1_o, n2_o, n3_o, n4_o, n5_o, n7_o, n8_o, n6_o] = norms(packed, packed_d);
       CHECK(ct_test::bitwise_equal(n6_w, n6_o));
+      CHECK(ct_test::bitwise_equal(n7_w, n7_o));
+      CHECK(ct_test::bitwise_equal(n8_w, n8_o));
       CHECK(ct_test::bitwise_equal(n1_w, n1_o));
       CHECK(ct_test::bitwise_equal(n2_w, n2_o));
       CHECK(ct_test::bitwise_equal(n3_w, n3_o));
@@ -589,6 +602,7 @@ TEST_CASE("groups of one tile give the walking runner's results", "[scheduling][
       // and against a double reference, so that both cannot be wrong the same way (the
       // reducers broadcast back inside the sum: rows x 1 x 1)
       for (index_t r = 0; r < rows; ++r) {
+        if (r >= 1 && r <= 3) continue;  // the rows with a NaN or an infinity
         double s = 0, m = -1e300;
         for (index_t i = 0; i < a; ++i)
           for (index_t j = 0; j < b; ++j) s += packed(r, i, j), m = std::max(m, static_cast<double>(packed(r, i, j)));
