@@ -600,11 +600,11 @@ sub_unary_sum_tile_fn<double> ResolveSubUnarySumF64(unary_op op, bool fused) { r
 // ---- a whole row of layer norm's shape (resolve_norm_row) -----------------------------------
 
 #if HWY_TARGET != HWY_SCALAR
-/// The three passes of kernels::resolve_norm_row in one function: the lane sums are
-/// AccumulateLanes and UnarySumLoop over the whole 32-element rounds, the rest of the row fed
-/// element by element as by_lane_rounds feeds a tail; the output is ScaleThenTile's (or
-/// BinaryTile's multiply) loop. Calling the three kernels through the evaluator's runner cost
-/// ~45 ns of bookkeeping per row on top of them.
+/// The three passes of kernels::resolve_norm_row in one function, each the tile function the
+/// runner would call: AccumulateLanes (resolve_sum's) and SubSquareSumTile over the whole
+/// 32-element rounds, the rest of the row fed element by element as by_lane_rounds feeds a
+/// tail, then ScaleThenTile or BinaryOpTile's multiply. Calling them through the evaluator's
+/// runner cost ~45 ns of bookkeeping per row on top of them.
 template <norm_output kOut, bool kFused, bool kStream, class T>
 void NormRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT d, T* HWY_RESTRICT y, const T* w, const T* c, index_t n,
              bool streamed, norm_row_stage_fn<T> stage, void* ctx, lane_accumulator& acc) {
@@ -615,7 +615,7 @@ void NormRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT d, T* HWY_RESTRICT y, cons
   // sum_result's scalar tree: a vector tree (ConcatEven/ConcatOdd pairs, the same additions)
   // made layer norm of 512x1024 7% slower — its shuffles lengthen the chain the next pass waits on.
   const T m = *stage(ctx, 0, sum_result(acc));
-  UnarySumLoop<unary_op::square, kFused, true, true>(x, d, whole, acc.lane, true, &m);
+  SubSquareSumTile<kFused, T>(x, &m, d, whole, acc.lane, true);
   for (index_t k = whole; k < n; ++k) {
     const T t = x[k] - m;
     d[k] = t;
@@ -623,18 +623,13 @@ void NormRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT d, T* HWY_RESTRICT y, cons
     acc.lane[k - whole] += static_cast<double>(square);
   }
   const T* r = stage(ctx, 1, sum_result(acc));
-  const hn::ScalableTag<T> dt;
-  using D = decltype(dt);
-  using V = hn::Vec<D>;
+  // the tile functions resolve_binary and resolve_scale_then give the runner's output pass
   if constexpr (kOut == norm_output::mul)
-    ForEachVector<kStream>(dt, y, n, [](V p, V q) { return hn::Mul(p, q); }, Operand<false, D>{d}, Operand<true, D>{r});
+    BinaryOpTile<binary_op::mul, false, true, T, kStream>(d, r, y, n);
   else if constexpr (kOut == norm_output::mul_mul)
-    ForEachVector<kStream>(dt, y, n, [](V p, V q, V s) { return hn::Mul(hn::Mul(p, q), s); }, Operand<false, D>{d},
-                           Operand<true, D>{r}, Operand<false, D>{w});
+    ScaleThenTile<false, false, false, T, kStream>(d, r, w, nullptr, y, n);
   else
-    ForEachVector<kStream>(
-        dt, y, n, [](V p, V q, V s, V t) { return Fma<kFused>(hn::Mul(p, q), s, t); }, Operand<false, D>{d},
-        Operand<true, D>{r}, Operand<false, D>{w}, Operand<kOut == norm_output::mul_add_uniform_c, D>{c});
+    ScaleThenTile<true, kFused, kOut == norm_output::mul_add_uniform_c, T, kStream>(d, r, w, c, y, n);
 }
 
 template <bool kFused, bool kStream, class T>
