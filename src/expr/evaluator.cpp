@@ -439,6 +439,7 @@ class plan {
   void resolve_root_stream();
   void decide_mode();
   void decide_plain();
+  const pass_plan::feed* first_pass_feed() const;
   void decide_early_extreme();
   void decide_one_tile();
   void decide_norm_rows();
@@ -1075,6 +1076,17 @@ void plan::plan_kernel_prefetch() {
   rows_prefetched_ = pp.prefetch_by >= 0 && next_group_leaves_.size() == 1;
 }
 
+// The feed of pass 0 when that pass only reads one operand in place and feeds it to one
+// reducer (softmax's max, layer norm's sum), else nullptr.
+const pass_plan::feed* plan::first_pass_feed() const {
+  const pass_plan& first = passes_[0];
+  if (first.reducers.size() != 1 || first.feeds_list.size() != 1 || first.steps.size() != 1) return nullptr;
+  const pass_plan::feed& fd = first.feeds_list[0];
+  const pass_plan::step& st = first.steps[0];
+  if (fd.r != first.reducers[0] || fd.uniform_arg || st.kind != pass_plan::step::load_in_place || st.i != fd.a) return nullptr;
+  return &fd;
+}
+
 // The walk, the tile bookkeeping and the next-group prefetch cost ~20 ns per group even when
 // a group is one tile: layer norm of 8192x1024 with weight and bias 1.95-2.06 -> 1.80-1.90 ms,
 // 512x1024 121 -> 110 us (alternating runs). The same steps run in the same order on the same
@@ -1099,13 +1111,12 @@ void plan::decide_norm_rows() {
   const pass_plan &p0 = passes_[0], &p1 = passes_[1], &p2 = passes_[2];
   // pass 0: x read in place and summed (its one values, e.g. a per-row epsilon read from a
   // tensor, are computed before the kernel starts)
-  if (p0.steps.size() != 1 || p0.feeds_list.size() != 1 || p0.reducers.size() != 1 || !p0.reuses.empty()) return;
+  const pass_plan::feed* first = first_pass_feed();
+  if (first == nullptr) return;
+  const pass_plan::feed& f0 = *first;
   const step& ld = p0.steps[0];
-  const pass_plan::feed& f0 = p0.feeds_list[0];
   const dtype t = code[at(ld.i)].type;
-  if (ld.kind != step::load_in_place || f0.a != ld.i || f0.r != p0.reducers[0] || !f0.sum || f0.uniform_arg ||
-      (t != dtype::f32 && t != dtype::f64) || code[at(f0.r)].type != t || !float_sum_[at(f0.r)])
-    return;
+  if (!f0.sum || (t != dtype::f32 && t != dtype::f64) || code[at(f0.r)].type != t || !float_sum_[at(f0.r)]) return;
   // pass 1: x (read in place) - m into the row cache, its squares summed
   if (p1.steps.empty() || !p1.feeds_list.empty() || p1.reducers.size() != 1 || !p1.reuses.empty()) return;
   const step& sf = p1.steps.back();
@@ -1191,11 +1202,10 @@ void plan::decide_norm_rows() {
 // computed it: the first group of each callback runs its own first pass.
 void plan::decide_early_extreme() {
   if (column_ || plain_ || walk_.size() != 1 || passes_.size() < 3 || root_uniform_ || !rows_prefetched_) return;
-  const pass_plan& first = passes_[0];
-  if (first.reducers.size() != 1 || first.feeds_list.size() != 1 || first.steps.size() != 1) return;
-  const pass_plan::feed& fd = first.feeds_list[0];
-  const pass_plan::step& st = first.steps[0];
-  if (fd.r != first.reducers[0] || fd.uniform_arg || st.kind != pass_plan::step::load_in_place || st.i != fd.a) return;
+  const pass_plan::feed* first = first_pass_feed();
+  if (first == nullptr) return;
+  const pass_plan::feed& fd = *first;
+  const pass_plan::step& st = passes_[0].steps[0];
   const instruction& r = p_.code()[static_cast<std::size_t>(fd.r)];
   const dtype at = p_.code()[static_cast<std::size_t>(fd.a)].type;
   const auto op = static_cast<reduce_op>(r.sub);
@@ -1842,6 +1852,14 @@ struct group_runner {
     else for (index_t j = 0; j < n; ++j) std::memcpy(d + j * dstride * static_cast<index_t>(esize), r + static_cast<std::size_t>(j) * esize, esize);
   }
 
+  // A root of one value per group (a reduction evaluated on its own) goes to the group's
+  // destination element once its passes are done.
+  void write_uniform_root() {
+    const std::size_t esize = dtype_size(pl.dest_.type);
+    unsigned char* d = static_cast<unsigned char*>(pl.dest_.data) + offsets.back() * static_cast<index_t>(esize);
+    std::memcpy(d, ptr[static_cast<std::size_t>(pl.root_)], esize);
+  }
+
   // run_group for plan::norm_: one kernel call per group; between its passes the kernel calls
   // back here for the sums' values and the next pass's one values.
   template <class T>
@@ -1879,7 +1897,7 @@ struct group_runner {
       const pass_plan& pp = pl.passes_[ps];
       pass = &pp;
       run_uniform_steps(pp);
-      for (const pass_plan::reuse& r : pp.reuses) ptr[static_cast<std::size_t>(r.i)] = scratch + r.at;
+      start_tile(pp, false, 0, n);
       if (ps < last) {
         for (int r : pp.reducers) init_reducer(r);
         reduction_tile(pp, n, 0, 0);
@@ -1890,10 +1908,7 @@ struct group_runner {
         output_tile(pp, n, 0, 0, d, pl.walk_.back().strides[dest_k], esize);
       }
     }
-    if (pl.root_uniform_) {
-      unsigned char* d = static_cast<unsigned char*>(pl.dest_.data) + offsets[dest_k] * static_cast<index_t>(dtype_size(pl.dest_.type));
-      std::memcpy(d, ptr[static_cast<std::size_t>(pl.root_)], dtype_size(pl.dest_.type));
-    }
+    if (pl.root_uniform_) write_uniform_root();
   }
 
   // next: whether group g + 1 runs next in this callback.
@@ -1946,10 +1961,7 @@ struct group_runner {
         early_ready = feed_early;
       }
     }
-    if (pl.root_uniform_) {
-      unsigned char* d = static_cast<unsigned char*>(pl.dest_.data) + offsets[dest_k] * static_cast<index_t>(dtype_size(pl.dest_.type));
-      std::memcpy(d, ptr[static_cast<std::size_t>(pl.root_)], dtype_size(pl.dest_.type));
-    }
+    if (pl.root_uniform_) write_uniform_root();
   }
 
   // Early extreme (plan::early_reducer_): the next group's first-pass state, fed tile by tile
