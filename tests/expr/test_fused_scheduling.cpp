@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "ct/asio.hpp"
 #include "ct/ct.hpp"
@@ -530,6 +531,17 @@ TEST_CASE("a sum fed by its square's kernel: the squares stay available to other
   }
 }
 
+// CHECKs that every tensor of tuple a equals its counterpart in b bitwise, one CHECK each.
+template <class Tuple>
+void check_each_bitwise(const Tuple& a, const Tuple& b) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ([&] {
+      INFO("result " << I);
+      CHECK(ct_test::bitwise_equal(std::get<I>(a), std::get<I>(b)));
+    }(), ...);
+  }(std::make_index_sequence<std::tuple_size_v<Tuple>>{});
+}
+
 // A group whose reduced elements fit one tile runs each pass's steps once, without the walk
 // (plan::one_tile_), and layer norm's shape is one kernel call per group (plan::norm_); a
 // group walked over two unmerged axes runs the general runner. The same values in both
@@ -581,24 +593,11 @@ TEST_CASE("groups of one tile give the walking runner's results", "[scheduling][
     for (auto [be, f] : {std::pair{ct::backend::scalar, ct::fma_policy::fused}, {ct::backend::simd, ct::fma_policy::fused},
                          {ct::backend::simd, ct::fma_policy::separate}}) {
       ct::settings_scope scope({be, f});
-      auto [ln_w, sm_w, s_w, am_w, sd_w] = all(strided);
-      auto [ln_o, sm_o, s_o, am_o, sd_o] = all(packed);
       INFO(a << "x" << b << (be == ct::backend::simd ? " simd" : " scalar") << (f == ct::fma_policy::fused ? " fused" : " separate"));
-      auto [n1_w, n2_w, n3_w, n4_w, n5_w, n7_w, n8_w, n6_w] = norms(strided, strided_d);
-      auto [n1_o, n2_o, n3_o, n4_o, n5_o, n7_o, n8_o, n6_o] = norms(packed, packed_d);
-      CHECK(ct_test::bitwise_equal(n6_w, n6_o));
-      CHECK(ct_test::bitwise_equal(n7_w, n7_o));
-      CHECK(ct_test::bitwise_equal(n8_w, n8_o));
-      CHECK(ct_test::bitwise_equal(n1_w, n1_o));
-      CHECK(ct_test::bitwise_equal(n2_w, n2_o));
-      CHECK(ct_test::bitwise_equal(n3_w, n3_o));
-      CHECK(ct_test::bitwise_equal(n4_w, n4_o));
-      CHECK(ct_test::bitwise_equal(n5_w, n5_o));
-      CHECK(ct_test::bitwise_equal(ln_w, ln_o));
-      CHECK(ct_test::bitwise_equal(sm_w, sm_o));
-      CHECK(ct_test::bitwise_equal(s_w, s_o));
-      CHECK(ct_test::bitwise_equal(am_w, am_o));
-      CHECK(ct_test::bitwise_equal(sd_w, sd_o));
+      const auto walked = all(strided), one_tile = all(packed);
+      check_each_bitwise(walked, one_tile);
+      check_each_bitwise(norms(strided, strided_d), norms(packed, packed_d));
+      const auto& s_o = std::get<2>(one_tile);
       // and against a double reference, so that both cannot be wrong the same way (the
       // reducers broadcast back inside the sum: rows x 1 x 1)
       for (index_t r = 0; r < rows; ++r) {
