@@ -293,7 +293,7 @@ class plan {
     uniform_.assign(static_cast<std::size_t>(n), 0);
     level_.assign(static_cast<std::size_t>(n), 0);
     build_geometry();
-    bool empty_extreme = false;
+    const char* empty_extreme = nullptr;  // the first max/min/argmax/argmin, when L_ == 0
     for (int i = 0; i < n; ++i) {
       const instruction& in = code[static_cast<std::size_t>(i)];
       bool uni = true;
@@ -314,17 +314,26 @@ class plan {
       level_[static_cast<std::size_t>(i)] = lvl;
       if (in.op == opcode::reduce) {
         reduce_passes_ = std::max(reduce_passes_, lvl);
-        if (L_ == 0 && (in.sub == static_cast<int>(reduce_op::max) || in.sub == static_cast<int>(reduce_op::min) ||
-                        in.sub == static_cast<int>(reduce_op::argmax) || in.sub == static_cast<int>(reduce_op::argmin)))
-          empty_extreme = true;
+        if (L_ == 0 && empty_extreme == nullptr) {
+          const auto op = static_cast<reduce_op>(in.sub);
+          if (op == reduce_op::max) empty_extreme = "max";
+          else if (op == reduce_op::min) empty_extreme = "min";
+          else if (op == reduce_op::argmax) empty_extreme = "argmax";
+          else if (op == reduce_op::argmin) empty_extreme = "argmin";
+        }
       }
     }
     root_uniform_ = uniform_[static_cast<std::size_t>(root_)];
     // A max/min over nothing has no value. It matters only when the result is one value per
     // group (max(x, 1), logsumexp); a result along the empty axes (softmax) has no elements.
-    if (empty_extreme && root_uniform_)
-      throw empty_reduction_error(std::string("ct::") + op_ + ": max/min/argmax/argmin over empty axes of shape " +
-                                  p.full_shape().str() + " have no value");
+    if (empty_extreme != nullptr && root_uniform_) {
+      dims axes;
+      for (int a = 0; a < p.full_shape().size(); ++a)
+        if (p.reduce_mask() & (std::uint32_t{1} << a)) axes.push_back(a);
+      throw empty_reduction_error(std::string("ct::") + op_ + ": " + empty_extreme + " over empty axes " + axes.str() +
+                                  " of shape " + p.full_shape().str() +
+                                  " has no value");
+    }
     resolve_direct();
     decide_mode();
     passes_.resize(static_cast<std::size_t>(reduce_passes_ + 1));

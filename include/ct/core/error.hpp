@@ -42,7 +42,8 @@ class executor_error : public error {
   using error::error;
 };
 
-/// A reduction that has no value over an empty axis (max, min, argmax, argmin, mean).
+/// A reduction that has no value over empty axes: max, min, argmax, argmin (and logsumexp,
+/// which contains a max). mean over empty axes is NaN instead (0/0).
 class empty_reduction_error : public error {
  public:
   using error::error;
