@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <type_traits>
 
 #include "ct/ct.hpp"
 #include "support/reference.hpp"
@@ -100,6 +101,51 @@ TEST_CASE("expr: comparisons, logic, where, clamp, cast", "[expr]") {
   auto nan = ct::from_list<float>({std::nanf(""), 1.0f});
   auto m = ct::eval(ct::maximum(nan, 0.0f));
   CHECK(std::isnan(m(0)));  // NaN propagates through maximum
+}
+
+TEST_CASE("expr: two-operand min/max, pow, reciprocal and muladd against references, with broadcasting", "[expr]") {
+  auto a = ct::random_uniform<float>({6, 37}, 11, -3.0f, 3.0f);
+  auto b = ct::random_uniform<float>({37}, 12, -3.0f, 3.0f);  // broadcast along rows
+  a(1, 3) = b(3);                                             // a tie
+  const auto mx = ct::eval(ct::maximum(a, b)), mn = ct::eval(ct::minimum(a, b));
+  const auto mx2 = ct::eval(ct::max(a, b)), mn2 = ct::eval(ct::min(b, a));  // the two-operand overloads
+  auto base = ct::random_uniform<float>({6, 37}, 13, 0.1f, 4.0f), expo = ct::random_uniform<float>({6, 37}, 14, -2.0f, 2.0f);
+  const auto pw = ct::eval(ct::pow(base, expo)), pws = ct::eval(ct::pow(base, 0.5f)), rc = ct::eval(ct::reciprocal(base));
+  const auto ma = ct::eval(ct::muladd(a, base, b));
+  for (index_t i = 0; i < 6; ++i)
+    for (index_t j = 0; j < 37; ++j) {
+      const double x = a(i, j), y = b(j), p = base(i, j), e = expo(i, j);
+      CHECK(mx(i, j) == std::max(x, y));
+      CHECK(mn(i, j) == std::min(x, y));
+      CHECK(mx2(i, j) == mx(i, j));
+      CHECK(mn2(i, j) == mn(i, j));
+      // 4 ulp (the kernels' promise) of the result; pow's ulp grows with |e·log p|.
+      CHECK(std::fabs(pw(i, j) - std::pow(p, e)) <= (4 + std::fabs(e * std::log(p))) * std::ldexp(1.0, -23) * std::pow(p, e));
+      CHECK(std::fabs(pws(i, j) - std::sqrt(p)) <= 4 * std::ldexp(1.0, -23) * std::sqrt(p));
+      CHECK(std::fabs(rc(i, j) - 1 / p) <= std::ldexp(1.0, -24) / p);  // correctly rounded division
+      CHECK(std::fabs(ma(i, j) - (x * p + y)) <= std::ldexp(1.0, -23) * (std::fabs(x * p) + std::fabs(y)));
+    }
+  // NaN propagates through both (NumPy's maximum/minimum), in either operand.
+  auto n = ct::from_list<double>({std::nan(""), 1.0, 2.0});
+  auto o = ct::from_list<double>({0.0, std::nan(""), 3.0});
+  auto nx = ct::eval(ct::maximum(n, o)), nn = ct::eval(ct::minimum(n, o));
+  CHECK((std::isnan(nx(0)) && std::isnan(nx(1)) && nx(2) == 3.0));
+  CHECK((std::isnan(nn(0)) && std::isnan(nn(1)) && nn(2) == 2.0));
+}
+
+TEST_CASE("expr: a plain number adopts the tensor's element type", "[expr]") {
+  auto x = ct::random_uniform<float>({50}, 15, -10.0f, 10.0f);
+  auto by_double = ct::eval(x * 0.1);  // 0.1 becomes 0.1f: float arithmetic, float result
+  static_assert(std::is_same_v<decltype(by_double), ct::tensor<float>>);
+  CHECK(ct_test::bitwise_equal(by_double, ct::eval(x * 0.1f)));
+  for (index_t i = 0; i < 50; ++i) CHECK(by_double(i) == x(i) * 0.1f);  // not the double product rounded
+  auto by_int = ct::eval(2 - x);
+  static_assert(std::is_same_v<decltype(by_int), ct::tensor<float>>);
+  CHECK(ct_test::bitwise_equal(by_int, ct::eval(2.0f - x)));
+  auto i = ct::from_list<std::int64_t>({1, 2, 3});
+  auto shifted = ct::eval(i * 3 + 1);
+  static_assert(std::is_same_v<decltype(shifted), ct::tensor<std::int64_t>>);
+  CHECK(ct::equal(shifted, ct::from_list<std::int64_t>({4, 7, 10})));
 }
 
 TEST_CASE("expr: map runs user functors with broadcasting", "[expr]") {

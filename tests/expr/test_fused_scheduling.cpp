@@ -103,6 +103,15 @@ TEST_CASE("contract §3: validation failures never call the executor and write n
   CHECK_THROWS_AS(ct::eval(ct::sum(x, 0) + ct::sum(x, 1), ct::zeros<float>(dims{4, 5})), ct::axis_error);
   CHECK_THROWS_AS(ct::eval(ct::argmax(x, -1), dest), ct::dtype_error);
   CHECK_THROWS_AS(ct::eval(ct::max(ct::zeros<float>(dims{4, 0}), -1), dest), ct::empty_reduction_error);
+  // Destinations whose elements share memory: a broadcast view, overlapping strides.
+  auto row = ct::zeros<float>(dims{5});
+  CHECK_THROWS_AS(ct::eval(ct::softmax(x, -1), row.broadcast_to(dims{4, 5})), ct::shape_error);
+  CHECK_THROWS_AS(ct::eval(ct::sum(x, -1, true) + x, row.broadcast_to(dims{4, 5})), ct::shape_error);
+  CHECK(ct::equal(row, ct::zeros<float>(dims{5})));
+  std::vector<float> mem(8, 4.0f);
+  auto overlapping = ct::wrap(mem.data(), {4, 5}, {1, 1});  // (i, j) at i + j
+  CHECK_THROWS_AS(ct::eval(ct::softmax(x, -1), overlapping), ct::shape_error);
+  CHECK(mem == std::vector<float>(8, 4.0f));
   CHECK(counter.calls == 0);
   CHECK(ct_test::bitwise_equal(dest, before));
 }
@@ -192,6 +201,63 @@ TEST_CASE("contract §5: a throwing functor leaves the destination unchanged", "
       CHECK(ct_test::bitwise_equal(dest, before));
     }
   }
+}
+
+// The same promise with slow functor calls, so that other workers are surely mid-call when
+// one throws: ct::eval may only raise once they have all returned, and none starts afterwards.
+TEST_CASE("contract §5: through ct::eval, the error comes after every other functor call returned", "[scheduling][fused]") {
+  using namespace std::chrono_literals;
+  auto x = ct::random_uniform<float>({12, 40}, 8);
+  auto rows = ct::cast<float>(ct::arange<int>(12).reshape({12, 1}));
+  boost::asio::thread_pool pool(3);
+  const std::vector<std::pair<std::string, ct::executor>> executors{
+      {"three-worker pool", ct_test::three_worker_executor()},
+      {"asio 2", ct::asio_executor(pool, 2, ct_test::sharing())},
+      {"asio 4", ct::asio_executor(pool, 4, ct_test::sharing())}};
+  for (const auto& [name, exec] : executors) {
+    for (index_t bad_row : {index_t{0}, index_t{6}, index_t{11}}) {
+      for (int form = 0; form < 2; ++form) {  // a fused softmax, a plain row sum
+        std::atomic<int> inside{0}, calls{0};
+        // One call per row is slow (the row's first element): 2 ms for good rows; the bad
+        // row waits 1 ms, then throws while the other workers sleep in their calls.
+        auto slow = [bad_row, &inside, &calls](float v, float row, float col) {
+          ++calls;
+          ++inside;
+          if (col == 0.0f) {
+            if (static_cast<index_t>(row) == bad_row) {
+              std::this_thread::sleep_for(1ms);
+              --inside;
+              throw std::domain_error("bad row");
+            }
+            std::this_thread::sleep_for(2ms);
+          }
+          --inside;
+          return v;
+        };
+        auto cols = ct::cast<float>(ct::arange<int>(40));
+        auto m = ct::map(slow, x, rows, cols);
+        auto dest = ct::full<float>(form == 0 ? dims{12, 40} : dims{12}, -1.0f);
+        auto before = dest.clone();
+        ct::executor_scope scope(exec);
+        INFO(name << ", bad row " << bad_row << (form == 0 ? ", softmax" : ", sum"));
+        int inside_at_catch = -1, calls_at_catch = -1;
+        try {
+          if (form == 0) ct::eval(ct::softmax(m, -1), dest);
+          else ct::eval(ct::sum(m, -1), dest);
+          FAIL("no error");
+        } catch (const std::domain_error& e) {
+          inside_at_catch = inside.load();
+          calls_at_catch = calls.load();
+          CHECK(std::string(e.what()) == "bad row");
+        }
+        CHECK(inside_at_catch == 0);
+        std::this_thread::sleep_for(5ms);
+        CHECK(calls.load() == calls_at_catch);  // nothing ran after the error was raised
+        CHECK(ct_test::bitwise_equal(dest, before));
+      }
+    }
+  }
+  pool.join();
 }
 
 TEST_CASE("contract §5: a functor throwing in a pure elementwise expression changes nothing", "[scheduling][fused]") {
