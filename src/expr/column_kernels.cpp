@@ -52,10 +52,10 @@ HWY_INLINE void AddRowsOfColumns(double* HWY_RESTRICT acc, const T* HWY_RESTRICT
       // The rows after these, so that the next round finds them in cache: one line of each
       // per line read here. A burst of all their lines before the round mostly got dropped
       // (few miss buffers): sum over axis 0 of 4096x4096 f32 2.04-2.10 -> 1.87-2.07 ms (best
-      // of 31, eight alternations); no software prefetch at all: 2.2-2.4 ms. Into L2 only
-      // (the lines are needed a whole round later, 8 rows further, and would leave L1 by
-      // then): 2.05 -> 1.83 ms (medians of 7 runs' minimums); two rounds ahead 1.87, the
-      // current rows 0.5-4 KiB ahead 1.98-2.49.
+      // of 31, eight alternations); no software prefetch at all: 2.2-2.4 ms. With locality 1
+      // (x86: prefetcht2, into L2 only; the lines are needed a whole round later, 8 rows
+      // further, and would leave L1 by then): 2.05 -> 1.83 ms (medians of 7 runs' minimums,
+      // AMD Zen 4); two rounds ahead 1.87, the current rows 0.5-4 KiB ahead 1.98-2.49.
       if (((j * static_cast<index_t>(sizeof(T))) & 63) == 0)
         for (index_t k = R; k < 2 * R; ++k) __builtin_prefetch(x0 + k * stride + j, 0, 1);
       auto a = hn::LoadU(d, acc + j);

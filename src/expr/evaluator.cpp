@@ -330,9 +330,8 @@ class plan {
       dims axes;
       for (int a = 0; a < p.full_shape().size(); ++a)
         if (p.reduce_mask() & (std::uint32_t{1} << a)) axes.push_back(a);
-      throw empty_reduction_error(std::string("ct::") + op_ + ": " + empty_extreme + " over empty axes " + axes.str() +
-                                  " of shape " + p.full_shape().str() +
-                                  " has no value");
+      throw empty_reduction_error(std::string("ct::") + op_ + ": " + empty_extreme + " over axes " + axes.str() +
+                                  " of shape " + p.full_shape().str() + " has no value: the reduction is empty");
     }
     resolve_direct();
     decide_mode();

@@ -3,7 +3,9 @@
 // for reducers that cannot share an expression; reducers and sub-expressions merged when
 // written twice; empty axes for every reducer.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -185,7 +187,7 @@ void check_documented_bounds() {
         const auto ln = ct::eval(ct::layer_norm(x, -1, T(1e-5), w, b));
         const auto ln0 = ct::eval(ct::layer_norm(x, -1, T(1e-5)));
         const auto rms = ct::eval(ct::rms_norm(x, -1, T(1e-5), w));
-        INFO("n " << n << ", values in " << offset << " ± " << scale);
+        INFO((sizeof(T) == 4 ? "float" : "double") << ", n " << n << ", values in " << offset << " ± " << scale);
         for (index_t r = 0; r < R; ++r) {
           long double m = x(r, 0), s = 0, mu = 0, mean_abs = 0, sq = 0, var = 0;
           for (index_t i = 1; i < n; ++i) m = std::max<long double>(m, x(r, i));
@@ -233,7 +235,9 @@ TEST_CASE("accuracy: logsumexp, log_softmax, softmax, layer_norm and rms_norm st
       ct::fma_scope fs(f);
       INFO((b == ct::backend::simd ? "simd" : "scalar") << ", " << (f == ct::fma_policy::fused ? "fused" : "separate"));
       check_documented_bounds<float>();
-      check_documented_bounds<double>();
+      // The references are long double: only an independent check of double where it is wider.
+      if constexpr (std::numeric_limits<long double>::digits > std::numeric_limits<double>::digits)
+        check_documented_bounds<double>();
     }
   }
 }
@@ -312,16 +316,16 @@ TEST_CASE("reduce: empty axes for every reducer, and whole-tensor reductions of 
     dims ones;
     for (int a = 0; a < shape.size(); ++a) ones.push_back(1);
     CHECK(ct::eval(ct::sum(ct::cast<std::int32_t>(e), dims{}, true)).shape() == ones);
-    CHECK_THROWS_WITH(ct::eval(ct::max(e)), Catch::Contains("ct::eval: max over empty axes") && Catch::Contains(shape.str()) &&
+    CHECK_THROWS_WITH(ct::eval(ct::max(e)), Catch::Contains("ct::eval: max over axes") && Catch::Contains(shape.str()) &&
                                                 Catch::Contains("has no value"));
-    CHECK_THROWS_WITH(ct::eval(ct::min(e)), Catch::Contains("min over empty axes"));
-    CHECK_THROWS_WITH(ct::eval(ct::argmax(e)), Catch::Contains("argmax over empty axes"));
-    CHECK_THROWS_WITH(ct::eval(ct::argmin(e)), Catch::Contains("argmin over empty axes"));
+    CHECK_THROWS_WITH(ct::eval(ct::min(e)), Catch::Contains("min over axes"));
+    CHECK_THROWS_WITH(ct::eval(ct::argmax(e)), Catch::Contains("argmax over axes"));
+    CHECK_THROWS_WITH(ct::eval(ct::argmin(e)), Catch::Contains("argmin over axes"));
     CHECK_THROWS_AS(ct::eval(ct::logsumexp(e)), ct::empty_reduction_error);
   }
   // Over one empty axis of a non-empty retained shape: one value per group, the same rules.
   auto e = ct::zeros<float>(dims{2, 0});
-  CHECK_THROWS_WITH(ct::eval(ct::min(e, -1)), Catch::Contains("min over empty axes [1] of shape [2, 0]"));
+  CHECK_THROWS_WITH(ct::eval(ct::min(e, -1)), Catch::Contains("min over axes [1] of shape [2, 0] has no value: the reduction is empty"));
   CHECK_THROWS_AS(ct::eval(ct::argmax(e, 1)), ct::empty_reduction_error);
   CHECK(ct::equal(ct::eval(ct::prod(e, 1, true)), ct::ones<float>(dims{2, 1})));
   // The destination is untouched by the rejected call.
