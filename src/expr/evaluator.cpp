@@ -314,22 +314,18 @@ class plan {
       level_[static_cast<std::size_t>(i)] = lvl;
       if (in.op == opcode::reduce) {
         reduce_passes_ = std::max(reduce_passes_, lvl);
-        if (L_ == 0 && empty_extreme == nullptr) {
-          const auto op = static_cast<reduce_op>(in.sub);
-          if (op == reduce_op::max) empty_extreme = "max";
-          else if (op == reduce_op::min) empty_extreme = "min";
-          else if (op == reduce_op::argmax) empty_extreme = "argmax";
-          else if (op == reduce_op::argmin) empty_extreme = "argmin";
-        }
+        const auto op = static_cast<reduce_op>(in.sub);
+        if (L_ == 0 && empty_extreme == nullptr &&
+            (op == reduce_op::max || op == reduce_op::min || op == reduce_op::argmax || op == reduce_op::argmin))
+          empty_extreme = reduce_name(op);
       }
     }
     root_uniform_ = uniform_[static_cast<std::size_t>(root_)];
     // A max/min over nothing has no value. It matters only when the result is one value per
     // group (max(x, 1), logsumexp); a result along the empty axes (softmax) has no elements.
     if (empty_extreme != nullptr && root_uniform_) {
-      dims axes;
-      for (int a = 0; a < p.full_shape().size(); ++a)
-        if (p.reduce_mask() & (std::uint32_t{1} << a)) axes.push_back(a);
+      dims axes;  // the reduced axes, as build_geometry found them
+      for (int a : r_axes_) axes.push_back(a);
       throw empty_reduction_error(std::string("ct::") + op_ + ": " + empty_extreme + " over axes " + axes.str() +
                                   " of shape " + p.full_shape().str() + " has no value: the reduction is empty");
     }
@@ -1142,9 +1138,11 @@ void plan::decide_norm_rows() {
       p2.reuses[0].i != sf.i || p2.reuses[0].at != sf.out_at)
     return;
   const step& out = p2.steps.back();
-  const bool two_step = p2.steps.size() >= 2 && out.kind == step::direct && out.arity == 2 &&
-                        code[at(root_)].op == opcode::binary &&
-                        code[at(root_)].sub == static_cast<std::uint8_t>(kernels::binary_op::add);
+  const auto out_is = [&](kernels::binary_op op) {  // the last step: the root as a two-operand op
+    return out.kind == step::direct && out.arity == 2 && code[at(root_)].op == opcode::binary &&
+           code[at(root_)].sub == static_cast<std::uint8_t>(op);
+  };
+  const bool two_step = p2.steps.size() >= 2 && out_is(kernels::binary_op::add);
   const step* scale = two_step ? nullptr : &out;  // the step computing (d * r) [* w [+ c]]
   for (std::size_t k = 0; k + 1 < p2.steps.size(); ++k) {  // the others only read operands in place
     const step& st = p2.steps[k];
@@ -1180,8 +1178,7 @@ void plan::decide_norm_rows() {
       o = kernels::norm_output::mul_add;
       if ((nr.c_leaf = leaf_of(c)) < 0) return;
     }
-  } else if (!two_step && out.kind == step::direct && out.arity == 2 && code[at(root_)].op == opcode::binary &&
-             code[at(root_)].sub == static_cast<std::uint8_t>(kernels::binary_op::mul)) {
+  } else if (!two_step && out_is(kernels::binary_op::mul)) {
     o = kernels::norm_output::mul;
     if (out.a[0] == sf.i && uniform_[at(out.a[1])]) nr.r = out.a[1];
     else if (out.a[1] == sf.i && uniform_[at(out.a[0])]) nr.r = out.a[0];

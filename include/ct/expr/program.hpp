@@ -47,6 +47,21 @@ enum class opcode : std::uint8_t {
 enum class compare_op : std::uint8_t { eq, ne, lt, le, gt, ge };
 enum class reduce_op : std::uint8_t { sum, prod, max, min, argmax, argmin, all, any };
 
+/// The user-facing name of a reducer, for error messages.
+inline const char* reduce_name(reduce_op op) noexcept {
+  switch (op) {
+    case reduce_op::sum: return "sum";
+    case reduce_op::prod: return "prod";
+    case reduce_op::max: return "max";
+    case reduce_op::min: return "min";
+    case reduce_op::argmax: return "argmax";
+    case reduce_op::argmin: return "argmin";
+    case reduce_op::all: return "all";
+    case reduce_op::any: return "any";
+  }
+  return "reduce";
+}
+
 /// Runs a user functor over one tile: out[i] = f(args[0][i], …) where an argument flagged
 /// uniform holds one value for the whole tile. Instantiated in the user's translation unit.
 using map_tile_fn = void (*)(const void* functor, const void* const* args, const bool* uniform, void* out,

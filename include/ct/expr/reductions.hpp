@@ -21,20 +21,6 @@ using reduce_result_t = std::conditional_t<
     std::conditional_t<Op == reduce_op::all || Op == reduce_op::any, bool,
                        std::conditional_t<std::is_same_v<T, bool>, std::int64_t, T>>>;
 
-inline const char* reduce_name(reduce_op op) {
-  switch (op) {
-    case reduce_op::sum: return "sum";
-    case reduce_op::prod: return "prod";
-    case reduce_op::max: return "max";
-    case reduce_op::min: return "min";
-    case reduce_op::argmax: return "argmax";
-    case reduce_op::argmin: return "argmin";
-    case reduce_op::all: return "all";
-    case reduce_op::any: return "any";
-  }
-  return "reduce";
-}
-
 /// Normalised, sorted, distinct axes of `shape` (empty list = every axis).
 inline dims normalize_axes(const dims& axes, const dims& shape, const char* op, bool all_if_empty) {
   dims out;
