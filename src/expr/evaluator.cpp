@@ -57,25 +57,20 @@ constexpr index_t column_prefetch_rows = 4;
 constexpr index_t stream_threshold = 16 * 1024 * 1024;
 constexpr index_t stream_min_tile = 4096;
 
-std::size_t dtype_size(dtype t) {
-  switch (t) {
-    case dtype::f32: case dtype::i32: return 4;
-    case dtype::f64: case dtype::i64: return 8;
-    case dtype::b8: return 1;
-  }
-  return 8;
-}
+std::size_t dtype_size(dtype t) { return dtype_bytes(t); }
 
+// The types instructions compute in (every element type but the 16-bit floats, which compute
+// as float32); a 16-bit float reaching here is an internal error.
 template <class F>
 decltype(auto) with_type(dtype t, F&& f) {
-  switch (t) {
-    case dtype::f32: return f(float{});
-    case dtype::f64: return f(double{});
-    case dtype::i32: return f(std::int32_t{});
-    case dtype::i64: return f(std::int64_t{});
-    case dtype::b8: break;
-  }
-  return f(bool{});
+  return visit_dtype(t, [&](auto v) -> decltype(auto) {
+    if constexpr (kind_of_v<decltype(v)> == dtype_kind::storage_float) {
+      std::abort();  // instructions carry compute types only (program::emit_load, emit_cast)
+      return f(float{});
+    } else {
+      return f(v);
+    }
+  });
 }
 
 template <class T>

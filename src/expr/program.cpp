@@ -61,9 +61,33 @@ int program::emit_load(const void* data, dtype type, const dims& shape, const di
     leaves_.push_back(leaf);
     index = static_cast<int>(leaves_.size()) - 1;
   }
-  instruction in{opcode::load, type};
+  instruction in{opcode::load, compute_dtype(type)};  // 16-bit floats widen as they load
   in.leaf = index;
   return emit(in);
+}
+
+int program::emit_cast(int arg, dtype from, dtype to) {
+  auto round_to = [&](int r, dtype storage) {
+    instruction in{opcode::round_to, dtype::f32, static_cast<std::uint8_t>(storage)};
+    in.args[0] = r;
+    return emit(in);
+  };
+  if (from == to) return arg;
+  // A 16-bit float value leaves its type rounded to it, unless it is one already: a load of
+  // that type or a constant (rounded when the expression was built).
+  if (kind_of(from) == dtype_kind::storage_float) {
+    const instruction& a = code_[static_cast<std::size_t>(arg)];
+    const bool exact = a.op == opcode::constant || (a.op == opcode::load && leaves_[static_cast<std::size_t>(a.leaf)].type == from);
+    if (!exact) arg = round_to(arg, from);
+  }
+  const dtype cf = compute_dtype(from), tc = compute_dtype(to);
+  if (cf != tc) {
+    instruction in{opcode::cast, tc};
+    in.args[0] = arg;
+    arg = emit(in);
+  }
+  if (kind_of(to) == dtype_kind::storage_float) arg = round_to(arg, to);
+  return arg;
 }
 
 std::uint64_t next_map_id() noexcept {

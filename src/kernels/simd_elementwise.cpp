@@ -127,24 +127,13 @@ HWY_INLINE V UnaryOp(D d, V v) {
   else if constexpr (kOp == unary_op::gelu) return Gelu<kFused>(d, v);
   else if constexpr (kOp == unary_op::silu) return Silu<kFused>(d, v);
   else if constexpr (kOp == unary_op::square) return hn::Mul(v, v);
-  else return hn::Div(hn::Set(d, T(1)), v);  // reciprocal
+  else if constexpr (kOp == unary_op::reciprocal) return hn::Div(hn::Set(d, T(1)), v);
+  else static_assert(kOp == unary_op::reciprocal, "a unary op of ct/expr/ops.hpp without a SIMD kernel");
 }
 
-/// Calls f(std::integral_constant<unary_op, op>) for the runtime op.
 template <class F>
 HWY_INLINE decltype(auto) WithUnaryOp(unary_op op, F&& f) {
-  using U = unary_op;
-  switch (op) {
-#define CT_UNARY_CASE(name) \
-  case U::name: return f(std::integral_constant<U, U::name>{});
-    CT_UNARY_CASE(neg) CT_UNARY_CASE(abs) CT_UNARY_CASE(sqrt) CT_UNARY_CASE(rsqrt) CT_UNARY_CASE(exp)
-    CT_UNARY_CASE(expm1) CT_UNARY_CASE(log) CT_UNARY_CASE(log1p) CT_UNARY_CASE(sin) CT_UNARY_CASE(cos)
-    CT_UNARY_CASE(tanh) CT_UNARY_CASE(sigmoid) CT_UNARY_CASE(relu) CT_UNARY_CASE(gelu) CT_UNARY_CASE(silu)
-    CT_UNARY_CASE(square)
-#undef CT_UNARY_CASE
-    case U::reciprocal: break;
-  }
-  return f(std::integral_constant<U, U::reciprocal>{});
+  return visit_unary_op(op, std::forward<F>(f));
 }
 
 template <bool kFused, class T>

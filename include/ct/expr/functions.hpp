@@ -26,20 +26,10 @@ struct simple_fn {
 
 template <kernels::unary_op K>
 struct unary_fn : simple_fn<opcode::unary, static_cast<std::uint8_t>(K)> {
-  static constexpr const char* name = "unary";
+  static constexpr const char* name = unary_name(K);
   template <class T>
   using result = T;
 };
-
-// The names broadcast errors give ("ct::operator+: shapes [2, 3] and [4] do not broadcast").
-constexpr const char* binary_name(kernels::binary_op k) {
-  constexpr const char* names[] = {"operator+", "operator-", "operator*", "operator/", "minimum", "maximum", "pow"};
-  return names[static_cast<int>(k)];
-}
-constexpr const char* compare_name(compare_op c) {
-  constexpr const char* names[] = {"operator==", "operator!=", "operator<", "operator<=", "operator>", "operator>="};
-  return names[static_cast<int>(c)];
-}
 
 template <kernels::binary_op K>
 struct binary_fn : simple_fn<opcode::binary, static_cast<std::uint8_t>(K)> {
@@ -74,20 +64,35 @@ struct muladd_fn : simple_fn<opcode::muladd> {
   using result = T;
 };
 
-template <element U>
-struct cast_fn : simple_fn<opcode::cast> {
+// A cast knows its source type too: a 16-bit float value is rounded to that type when it leaves
+// it (the fused kernels compute it in float32), and a cast to a 16-bit float rounds to it.
+template <element U, element From>
+struct cast_fn {
   static constexpr const char* name = "cast";
   template <class T>
   using result = U;
+  template <std::size_t N>
+  int emit(program& p, dtype, const std::array<int, N>& r) const {
+    return p.emit_cast(r[0], dtype_of<From>(), dtype_of<U>());
+  }
 };
+
+// A tile holds compute_type_t values; a functor sees and returns the element types.
+template <class A>
+A from_compute(compute_type_t<A> v) {
+  if constexpr (std::is_same_v<A, compute_type_t<A>>) return v;
+  else return A(v);
+}
 
 // ct::map: the functor runs per element on tiles, through a trampoline instantiated here.
 template <class F, class R, class... A>
 void map_tile(const void* functor, const void* const* args, const bool* uniform, void* out, index_t n) {
   const F& f = *static_cast<const F*>(functor);
-  R* y = static_cast<R*>(out);
+  using RC = compute_type_t<R>;
+  RC* y = static_cast<RC*>(out);
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    for (index_t j = 0; j < n; ++j) y[j] = static_cast<R>(f(static_cast<const A*>(args[I])[uniform[I] ? 0 : j]...));
+    for (index_t j = 0; j < n; ++j)
+      y[j] = static_cast<RC>(static_cast<R>(f(from_compute<A>(static_cast<const compute_type_t<A>*>(args[I])[uniform[I] ? 0 : j])...)));
   }(std::index_sequence_for<A...>{});
 }
 
@@ -117,14 +122,14 @@ template <class A, class B>
 auto as_pair(const A& a, const B& b) {
   if constexpr (scalar_value<A>) {
     using T = value_t<B>;
-    static_assert(!(std::is_floating_point_v<A> && !std::is_floating_point_v<T>),
+    static_assert(!(std::is_floating_point_v<A> && !is_floating_element_v<T>),
                   "ct: a floating-point number next to an integer or bool operand; cast one of them explicitly");
-    return std::make_pair(constant<T>{static_cast<T>(a)}, to_node(b));
+    return std::make_pair(constant<T>{to_element<T>(a)}, to_node(b));
   } else if constexpr (scalar_value<B>) {
     using T = value_t<A>;
-    static_assert(!(std::is_floating_point_v<B> && !std::is_floating_point_v<T>),
+    static_assert(!(std::is_floating_point_v<B> && !is_floating_element_v<T>),
                   "ct: a floating-point number next to an integer or bool operand; cast one of them explicitly");
-    return std::make_pair(to_node(a), constant<T>{static_cast<T>(b)});
+    return std::make_pair(to_node(a), constant<T>{to_element<T>(b)});
   } else {
     static_assert(std::is_same_v<value_t<A>, value_t<B>>,
                   "ct: mixed element types need an explicit ct::cast<T>(...)");
@@ -142,7 +147,7 @@ auto make_binary(const A& a, const B& b) {
 }
 
 template <class X>
-inline constexpr bool is_float_operand_v = std::is_floating_point_v<value_t<X>>;
+inline constexpr bool is_float_operand_v = is_floating_element_v<value_t<X>>;
 template <class X>
 inline constexpr bool is_numeric_operand_v = !std::is_same_v<value_t<X>, bool>;
 
@@ -167,11 +172,6 @@ CT_BINARY_OPERATOR(*, mul, not_bool)
 CT_BINARY_OPERATOR(/, div, not_bool)
 #undef CT_BINARY_OPERATOR
 
-template <detail::operand A>
-auto operator-(const A& a) {
-  static_assert(detail::is_numeric_operand_v<A>, "ct: unary minus is not defined for bool");
-  return detail::make_fn(detail::unary_fn<detail::kernels::unary_op::neg>{}, detail::to_node(a));
-}
 
 /// Elementwise maximum / minimum of two operands (NaN propagates). For reductions see ct::max.
 template <class A, class B>
@@ -202,7 +202,7 @@ template <class A, class B>
   requires detail::binary_operands<A, B>
 auto pow(const A& a, const B& b) {
   auto e = detail::make_binary<detail::binary_fn<detail::kernels::binary_op::pow>>(a, b);
-  static_assert(std::is_floating_point_v<typename decltype(e)::value_type>, "ct::pow needs floating-point operands");
+  static_assert(is_floating_element_v<typename decltype(e)::value_type>, "ct::pow needs floating-point operands");
   return e;
 }
 
@@ -210,9 +210,9 @@ auto pow(const A& a, const B& b) {
 template <detail::operand A, class B, class C>
 auto muladd(const A& a, const B& b, const C& c) {
   using T = detail::value_t<A>;
-  static_assert(std::is_floating_point_v<T>, "ct::muladd needs floating-point operands");
+  static_assert(is_floating_element_v<T>, "ct::muladd needs floating-point operands");
   auto node = [](const auto& x) {
-    if constexpr (detail::scalar_value<decltype(x)>) return detail::constant<T>{static_cast<T>(x)};
+    if constexpr (detail::scalar_value<decltype(x)>) return detail::constant<T>{to_element<T>(x)};
     else {
       static_assert(std::is_same_v<detail::value_t<decltype(x)>, T>, "ct: mixed element types need an explicit ct::cast<T>(...)");
       return detail::to_node(x);
@@ -223,31 +223,24 @@ auto muladd(const A& a, const B& b, const C& c) {
 
 // ---- unary math ----
 
-#define CT_UNARY_FUNCTION(fname, K, float_only)                                                            \
+// One function per row of CT_UNARY_OPS (ct/expr/ops.hpp), e.g. ct::exp(x), ct::negative(x).
+#define CT_UNARY_FUNCTION(op, fname, float_only, ...)                                                      \
   template <detail::operand A>                                                                             \
   auto fname(const A& a) {                                                                                 \
     static_assert(detail::is_numeric_operand_v<A>, "ct::" #fname " is not defined for bool");              \
     static_assert(!(float_only) || detail::is_float_operand_v<A>,                                          \
                   "ct::" #fname " needs floating-point operands; use ct::cast<float>(...) first");          \
-    return detail::make_fn(detail::unary_fn<detail::kernels::unary_op::K>{}, detail::to_node(a)); \
+    return detail::make_fn(detail::unary_fn<detail::unary_op::op>{}, detail::to_node(a));                  \
   }
-CT_UNARY_FUNCTION(abs, abs, false)
-CT_UNARY_FUNCTION(square, square, false)
-CT_UNARY_FUNCTION(sqrt, sqrt, true)
-CT_UNARY_FUNCTION(rsqrt, rsqrt, true)
-CT_UNARY_FUNCTION(exp, exp, true)
-CT_UNARY_FUNCTION(expm1, expm1, true)
-CT_UNARY_FUNCTION(log, log, true)
-CT_UNARY_FUNCTION(log1p, log1p, true)
-CT_UNARY_FUNCTION(sin, sin, true)
-CT_UNARY_FUNCTION(cos, cos, true)
-CT_UNARY_FUNCTION(tanh, tanh, true)
-CT_UNARY_FUNCTION(sigmoid, sigmoid, true)
-CT_UNARY_FUNCTION(relu, relu, true)
-CT_UNARY_FUNCTION(gelu, gelu, true)
-CT_UNARY_FUNCTION(silu, silu, true)
-CT_UNARY_FUNCTION(reciprocal, reciprocal, true)
+CT_UNARY_OPS(CT_UNARY_FUNCTION)
 #undef CT_UNARY_FUNCTION
+
+/// -a elementwise (ct::negative; integers wrap like NumPy's).
+template <detail::operand A>
+auto operator-(const A& a) {
+  static_assert(detail::is_numeric_operand_v<A>, "ct: unary minus is not defined for bool");
+  return negative(a);
+}
 
 /// min(max(x, lo), hi).
 template <detail::operand A, class L, class H>
@@ -319,7 +312,7 @@ auto where(const C& cond, const A& a, const B& b) {
 /// nonzero to bool gives true).
 template <element U, detail::operand A>
 auto cast(const A& a) {
-  return detail::make_fn(detail::cast_fn<U>{}, detail::to_node(a));
+  return detail::make_fn(detail::cast_fn<U, detail::value_t<A>>{}, detail::to_node(a));
 }
 
 /// Applies a user functor elementwise: f(a_i, b_i, …). f must be callable concurrently from
@@ -332,7 +325,7 @@ auto map(F f, const A&... a) {
   m.fn = detail::map_fn<F>::template trampoline<detail::value_t<A>...>();
   m.id = detail::next_map_id();
   static_assert(is_element_v<typename detail::map_fn<F>::template result<detail::value_t<A>...>>,
-                "ct::map: the functor must return float, double, int32, int64 or bool");
+                "ct::map: the functor must return an element type (ct/core/dtype.hpp)");
   return detail::make_fn(std::move(m), detail::to_node(a)...);
 }
 

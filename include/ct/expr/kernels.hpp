@@ -12,20 +12,13 @@
 
 #include "ct/core/index.hpp"
 #include "ct/exec/settings.hpp"
+#include "ct/expr/ops.hpp"
 
 namespace ct::detail::kernels {
 
-/// Elementwise functions of one operand. Definitions (for real x):
-/// neg -x; abs |x|; sqrt; rsqrt 1/sqrt(x); exp; expm1 e^x-1; log; log1p log(1+x); sin; cos;
-/// tanh; sigmoid 1/(1+e^-x); relu max(x, 0) (NaN stays NaN); gelu (tanh form)
-/// 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))); silu x*sigmoid(x); square x*x; reciprocal 1/x.
-enum class unary_op : std::uint8_t {
-  neg, abs, sqrt, rsqrt, exp, expm1, log, log1p, sin, cos, tanh, sigmoid, relu, gelu, silu, square, reciprocal
-};
-
-/// Elementwise functions of two operands. min/max propagate NaN (like numpy.minimum/maximum);
-/// pow follows std::pow.
-enum class binary_op : std::uint8_t { add, sub, mul, div, min, max, pow };
+/// The operations: one table in ct/expr/ops.hpp.
+using ct::detail::binary_op;
+using ct::detail::unary_op;
 
 /// y[i] = op(x[i]) for i in [0, n). y may equal x (in place); other overlap is not allowed.
 template <class T>

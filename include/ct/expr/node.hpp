@@ -79,8 +79,8 @@ struct constant {
   const dims& shape() const noexcept { return empty_shape(); }
   const dims& full_shape() const noexcept { return empty_shape(); }
   int lower(program& p) const {
-    instruction in{opcode::constant, dtype_of<T>()};
-    if constexpr (std::is_floating_point_v<T>) in.fvalue = static_cast<double>(value);
+    instruction in{opcode::constant, compute_dtype_of<T>()};
+    if constexpr (is_floating_element_v<T>) in.fvalue = static_cast<double>(value);
     else in.ivalue = static_cast<std::int64_t>(value);
     return p.emit(in);
   }
@@ -118,7 +118,7 @@ struct fn_node {
     std::array<int, sizeof...(C)> regs{};
     std::size_t k = 0;
     boost::hana::for_each(children, [&](const auto& ch) { regs[k++] = ch.lower(p); });
-    return op.emit(p, dtype_of<value_type>(), regs);
+    return op.emit(p, compute_dtype_of<value_type>(), regs);
   }
 
   Op op;

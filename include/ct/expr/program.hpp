@@ -15,19 +15,13 @@
 #include "ct/core/dims.hpp"
 #include "ct/core/dtype.hpp"
 #include "ct/expr/kernels.hpp"
+#include "ct/expr/ops.hpp"
 
 namespace ct::detail {
 
-enum class dtype : std::uint8_t { f32, f64, i32, i64, b8 };
-
-template <element T>
-constexpr dtype dtype_of() noexcept {
-  if constexpr (std::is_same_v<T, float>) return dtype::f32;
-  else if constexpr (std::is_same_v<T, double>) return dtype::f64;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return dtype::i32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return dtype::i64;
-  else return dtype::b8;
-}
+// Instructions carry the type ct computes in (ct::compute_dtype: float32 for bfloat16 and
+// float16); leaves and destinations carry their storage type.
+using ct::dtype;
 
 enum class opcode : std::uint8_t {
   load,         // leaf tensor
@@ -41,27 +35,10 @@ enum class opcode : std::uint8_t {
   logical_not,  // bool
   where,        // args: cond, a, b
   cast,         // to `type`
+  round_to,     // float32 rounded to the nearest value of the 16-bit float type `sub` (a ct::dtype)
   map,          // user functor; see map_call
   reduce        // sub = reduce_op; result is one value per group
 };
-enum class compare_op : std::uint8_t { eq, ne, lt, le, gt, ge };
-enum class reduce_op : std::uint8_t { sum, prod, max, min, argmax, argmin, all, any };
-
-/// The user-facing name of a reducer, for error messages.
-inline const char* reduce_name(reduce_op op) noexcept {
-  switch (op) {
-    case reduce_op::sum: return "sum";
-    case reduce_op::prod: return "prod";
-    case reduce_op::max: return "max";
-    case reduce_op::min: return "min";
-    case reduce_op::argmax: return "argmax";
-    case reduce_op::argmin: return "argmin";
-    case reduce_op::all: return "all";
-    case reduce_op::any: return "any";
-  }
-  return "reduce";
-}
-
 /// Runs a user functor over one tile: out[i] = f(args[0][i], …) where an argument flagged
 /// uniform holds one value for the whole tile. Instantiated in the user's translation unit.
 using map_tile_fn = void (*)(const void* functor, const void* const* args, const bool* uniform, void* out,
@@ -126,6 +103,9 @@ class program {
   /// several places of the expression, as softmax(m) does) on the same operands are one
   /// instruction, so the functor runs once per element; separate ct::map calls never merge.
   int emit_map(dtype type, const void* functor, map_tile_fn fn, std::vector<int> args, std::uint64_t id);
+  /// A conversion of register arg from element type `from` to `to` (storage types, not compute
+  /// types): the cast itself, with 16-bit float values rounded to their type on the way.
+  int emit_cast(int arg, dtype from, dtype to);
   /// A reducer over `axes` of an argument of shape arg_shape (axes already normalised). Checks
   /// that every reducer of the expression reduces the same axes of the full shape.
   int emit_reduce(reduce_op op, dtype type, int arg, const dims& arg_shape, const dims& axes, const char* name);

@@ -15,11 +15,17 @@ namespace ct {
 
 namespace detail {
 
+// Sums and products of bool and of the 8- and 16-bit integers count in int64 (their own
+// range is too small for a sum); int32 and int64 keep their type, floats theirs.
+template <class T>
+inline constexpr bool sums_in_int64_v = std::is_same_v<T, bool> || (is_integer_element_v<T> && sizeof(T) < 4);
+
 template <reduce_op Op, class T>
 using reduce_result_t = std::conditional_t<
     Op == reduce_op::argmax || Op == reduce_op::argmin, std::int64_t,
     std::conditional_t<Op == reduce_op::all || Op == reduce_op::any, bool,
-                       std::conditional_t<std::is_same_v<T, bool>, std::int64_t, T>>>;
+                       std::conditional_t<(Op == reduce_op::sum || Op == reduce_op::prod) && sums_in_int64_v<T>,
+                                          std::int64_t, T>>>;
 
 /// Normalised, sorted, distinct axes of `shape` (empty list = every axis).
 inline dims normalize_axes(const dims& axes, const dims& shape, const char* op, bool all_if_empty) {
@@ -61,7 +67,7 @@ struct reduce_node {
   const dims& full_shape() const noexcept { return arg.full_shape(); }
   int lower(program& p) const {
     int a = arg.lower(p);
-    return p.emit_reduce(Op, dtype_of<value_type>(), a, arg.shape(), axes, reduce_name(Op));
+    return p.emit_reduce(Op, compute_dtype_of<value_type>(), a, arg.shape(), axes, reduce_name(Op));
   }
   A arg;
   dims axes;
@@ -138,13 +144,13 @@ CT_REDUCTION(argmin, argmin)
 template <detail::operand X>
 auto mean(const X& x, const dims& axes, bool keepdims = false) {
   using T = detail::value_t<X>;
-  static_assert(std::is_floating_point_v<T>, "ct::mean needs floating-point operands; cast first");
+  static_assert(is_floating_element_v<T>, "ct::mean needs floating-point operands; cast first");
   auto s = sum(x, axes, true);
   dims ax = s.axes;
   const index_t n = detail::reduced_count(s.expr.arg.shape(), ax);
   // sum / n, with the sum moved in rather than copied (operator/ takes its operands by const&)
   auto e = detail::make_fn(detail::binary_fn<detail::kernels::binary_op::div>{}, std::move(s.expr),
-                           detail::constant<T>{static_cast<T>(n)});
+                           detail::constant<T>{to_element<T>(n)});
   return detail::make_reduction(std::move(e), ax, keepdims);
 }
 template <detail::operand X, std::integral I>
@@ -161,7 +167,7 @@ auto mean(const X& x) {
 template <detail::operand X>
 auto logsumexp(const X& x, const dims& axes, bool keepdims = false) {
   using T = detail::value_t<X>;
-  static_assert(std::is_floating_point_v<T>, "ct::logsumexp needs floating-point operands");
+  static_assert(is_floating_element_v<T>, "ct::logsumexp needs floating-point operands");
   detail::normalize_axes(axes, detail::to_node(x).shape(), "logsumexp", true);  // errors under this name
   auto m = max(x, axes, true);
   dims ax = m.axes;

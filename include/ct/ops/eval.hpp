@@ -43,7 +43,7 @@ void eval(const E& e, const tensor<T>& dest) {
       if (out[j] > 0) (dest.strides()[j] < 0 ? lo : hi) += (out[j] - 1) * dest.strides()[j];
       ++j;
     }
-    detail::run_program(p, root, detail::destination{dest.data(), detail::dtype_of<T>(), ds, lo, hi}, "eval");
+    detail::run_program(p, root, detail::destination{dest.data(), dtype_of<T>(), ds, lo, hi}, "eval");
   }
 }
 
