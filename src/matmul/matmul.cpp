@@ -2,7 +2,7 @@
 // kernels, and the dispatch between them and the SIMD kernels of matmul_simd.cpp.
 //
 // The scalar loops follow exactly the accumulation orders documented in
-// ct/ops/matmul_kernels.hpp, so the two backends give bitwise equal results; the SIMD
+// src/matmul/kernels.hpp, so the two backends give bitwise equal results; the SIMD
 // kernels are only faster.
 #include <algorithm>
 #include <type_traits>

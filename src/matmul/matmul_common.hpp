@@ -7,7 +7,7 @@
 #include <new>
 #include <type_traits>
 
-#include "ct/ops/matmul_kernels.hpp"
+#include "src/matmul/kernels.hpp"
 
 namespace ct::detail::mm {
 

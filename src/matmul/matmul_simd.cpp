@@ -8,7 +8,7 @@
 // two B vectors, 2*MR accumulators) accumulates KC steps of k at a time. Partial sums go back to the destination between k blocks in the
 // element type, i.e. exactly the value the register held, so every element is the plain
 // sequential k sum whatever the blocking, the tile, the edge handling or the rows a
-// callback got. See ct/ops/matmul_kernels.hpp for the orders each kernel promises.
+// callback got. See src/matmul/kernels.hpp for the orders each kernel promises.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/matmul/matmul_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

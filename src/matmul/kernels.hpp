@@ -1,4 +1,4 @@
-// ct/ops/matmul_kernels.hpp — the internal interface between ct::matmul (header templates
+// src/matmul/kernels.hpp — the private interface between ct::matmul (header templates
 // that validate and schedule) and the compiled kernels in src/matmul.
 //
 // Every kernel here computes a part of one product, never schedules, and honours the
