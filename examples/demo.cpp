@@ -39,7 +39,7 @@ bool same_bits(const ct::tensor<float>& a, const ct::tensor<float>& b) {
 }  // namespace
 
 int main() {
-  std::printf("ct demo — SIMD target: %s\n\n", ct::detail::kernels::simd_target_name());
+  std::printf("ct demo — SIMD target: %s\n\n", ct::simd_target_name());
 
   // 1. A tensor and a lazy expression: nothing runs until ct::eval.
   auto x = ct::random_normal<float>({512, 1024}, 42);

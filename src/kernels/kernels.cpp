@@ -204,6 +204,14 @@ void sub_unary_sum(sub_unary_sum_tile_fn<T> fn, binary_tile_fn<T> sub, unary_til
 
 const char* simd_target_name() noexcept { return simd_target(); }
 
+}  // namespace ct::detail::kernels
+
+namespace ct {
+const char* simd_target_name() noexcept { return detail::kernels::simd_target_name(); }
+}  // namespace ct
+
+namespace ct::detail::kernels {
+
 #define CT_KERNELS_INSTANTIATE(T)                                                                        \
   template void unary<T>(unary_op, const T*, T*, index_t, const settings&);                             \
   template void binary<T>(binary_op, const T*, bool, const T*, bool, T*, index_t, const settings&);     \

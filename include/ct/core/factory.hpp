@@ -20,7 +20,7 @@ tensor<T> full(const dims& shape, T value) {
 }
 template <element T>
 tensor<T> ones(const dims& shape) {
-  return full<T>(shape, T(1));
+  return full<T>(shape, to_element<T>(1));
 }
 /// A rank-0 tensor holding value.
 template <element T>
@@ -29,18 +29,24 @@ tensor<T> scalar(T value) {
 }
 
 /// [start, start+step, …) up to but excluding stop, as in numpy.arange.
+/// 16-bit floats step in double and round each value once.
 template <element T>
-tensor<T> arange(T start, T stop, T step = T(1)) {
-  if (step == T(0)) throw error("ct::arange: step must not be 0");
+tensor<T> arange(T start, T stop, T step = to_element<T>(1)) {
+  if (static_cast<double>(step) == 0) throw error("ct::arange: step must not be 0");
   double n = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
   index_t count = n > 0 ? static_cast<index_t>(n) : 0;
   tensor<T> t(dims{count});
-  for (index_t i = 0; i < count; ++i) t.data()[i] = static_cast<T>(start + static_cast<T>(i) * step);
+  for (index_t i = 0; i < count; ++i) {
+    if constexpr (kind_of_v<T> == dtype_kind::storage_float)
+      t.data()[i] = T(static_cast<double>(start) + static_cast<double>(i) * static_cast<double>(step));
+    else
+      t.data()[i] = static_cast<T>(start + static_cast<T>(i) * step);
+  }
   return t;
 }
 template <element T>
 tensor<T> arange(T stop) {
-  return arange<T>(T(0), stop, T(1));
+  return arange<T>(to_element<T>(0), stop, to_element<T>(1));
 }
 
 /// A row-major copy of values viewed with the given shape (sizes must match).

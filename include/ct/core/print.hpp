@@ -15,6 +15,8 @@ inline constexpr index_t print_edge = 3;
 template <element T>
 void print_value(std::ostream& os, T v) {
   if constexpr (std::is_same_v<T, bool>) os << (v ? "true" : "false");
+  else if constexpr (kind_of_v<T> == dtype_kind::storage_float) os << static_cast<float>(v);
+  else if constexpr (sizeof(T) == 1) os << static_cast<int>(v);  // int8/uint8 as numbers, not characters
   else os << v;
 }
 

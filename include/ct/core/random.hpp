@@ -48,7 +48,7 @@ class random_generator {
 
 /// Uniform values in [lo, hi) (integers: lo <= v < hi; bool: fair coin), row-major order.
 template <element T>
-tensor<T> random_uniform(const dims& shape, std::uint64_t seed, T lo = T(0), T hi = T(1)) {
+tensor<T> random_uniform(const dims& shape, std::uint64_t seed, T lo = to_element<T>(0), T hi = to_element<T>(1)) {
   tensor<T> t(shape);
   random_generator g(seed);
   const index_t n = t.size();
@@ -59,6 +59,9 @@ tensor<T> random_uniform(const dims& shape, std::uint64_t seed, T lo = T(0), T h
       if (hi <= lo) throw error("ct::random_uniform: empty integer range");
       auto span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
       t.data()[i] = static_cast<T>(lo + static_cast<T>(g.next() % span));
+    } else if constexpr (kind_of_v<T> == dtype_kind::storage_float) {
+      const double l = static_cast<double>(lo), h = static_cast<double>(hi);
+      t.data()[i] = T(l + (h - l) * g.uniform());  // rounded once
     } else {
       t.data()[i] = static_cast<T>(lo + (hi - lo) * g.uniform());
     }
@@ -68,11 +71,12 @@ tensor<T> random_uniform(const dims& shape, std::uint64_t seed, T lo = T(0), T h
 
 /// Normally distributed floating-point values.
 template <element T>
-  requires std::is_floating_point_v<T>
-tensor<T> random_normal(const dims& shape, std::uint64_t seed, T mean = T(0), T stddev = T(1)) {
+  requires is_floating_element_v<T>
+tensor<T> random_normal(const dims& shape, std::uint64_t seed, T mean = to_element<T>(0), T stddev = to_element<T>(1)) {
   tensor<T> t(shape);
   random_generator g(seed);
-  for (index_t i = 0; i < t.size(); ++i) t.data()[i] = static_cast<T>(mean + stddev * g.normal());
+  const double m = static_cast<double>(mean), sd = static_cast<double>(stddev);
+  for (index_t i = 0; i < t.size(); ++i) t.data()[i] = to_element<T>(m + sd * g.normal());
   return t;
 }
 

@@ -39,6 +39,10 @@ class settings_scope {
   settings previous_;
 };
 
+/// The name Highway gives the SIMD target backend::simd dispatches to on this CPU (e.g.
+/// "AVX3_SPR", "AVX3", "AVX2"), for logs and benchmark records.
+const char* simd_target_name() noexcept;
+
 /// Binds only the backend (the FMA policy stays as it is).
 class backend_scope {
  public:
