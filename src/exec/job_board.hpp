@@ -1,4 +1,4 @@
-// ct/exec/job_board.hpp — where helper threads that just finished a job wait briefly for the
+// src/exec/job_board.hpp — where helper threads that just finished a job wait briefly for the
 // next one (ct::asio_options::linger).
 //
 // Waking a sleeping pool thread costs tens of microseconds on some machines (23–28 µs on the
@@ -13,7 +13,7 @@
 #include <memory>
 #include <utility>
 
-#include "ct/exec/work_sharing.hpp"
+#include "src/exec/work_sharing.hpp"
 
 namespace ct::detail {
 

@@ -1,4 +1,4 @@
-// ct/exec/work_sharing.hpp — dynamic chunking shared by a caller and helper threads.
+// src/exec/work_sharing.hpp — dynamic chunking shared by a caller and helper threads (private).
 //
 // The machinery behind ct::asio_executor, kept free of any pool type so that other pool
 // adapters can reuse it. The caller always works too, so the job completes even when no
