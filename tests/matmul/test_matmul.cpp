@@ -1,5 +1,6 @@
-// ct::matmul / ct::dot: semantics against a naive reference, shapes, views, aliasing and
-// errors. Executor determinism lives in test_matmul_scheduling.cpp.
+// ct::matmul / ct::dot: semantics against a naive reference, shapes, views and types. What
+// the executor contract promises about matmul (groups, determinism under every executor,
+// overlapping destinations, errors before any executor call) is in tests/contract/.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
@@ -7,10 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "matmul/helpers.hpp"
 #include "matmul/reference.hpp"
 
 using ct::index_t;
 using mm_test::count_bad;
+using mm_test::counting_executor;
 using mm_test::naive_matmul;
 using mm_test::operand;
 using mm_test::same_bits;
@@ -31,18 +34,6 @@ void check_against_reference(const ct::tensor<T>& a, const ct::tensor<T>& b) {
     CHECK(bad == 0);
   }
 }
-
-// Counts executor calls (and runs the ranges serially).
-struct counting_executor {
-  int calls = 0;
-  ct::executor get() {
-    return [this](index_t n, ct::range_callback cb) {
-      ++calls;
-      cb(0, n / 2);
-      cb(n / 2, n);
-    };
-  }
-};
 
 }  // namespace
 
@@ -224,97 +215,6 @@ TEST_CASE("matmul: strided destinations receive exactly their elements", "[matmu
       CHECK(vhost(1) == -1.0f);
     }
   }
-}
-
-TEST_CASE("matmul: an output overlapping an input gives the non-aliased result", "[matmul]") {
-  for (const ct::settings& s : all_settings) {
-    ct::settings_scope scope(s);
-    INFO(describe(s));
-    for (index_t n : {7, 33}) {
-      const auto a0 = operand<double>({n, n}, 90), b0 = operand<double>({n, n}, 91);
-      const auto want = ct::matmul(a0, b0);
-      {  // out is a
-        auto a = a0.clone();
-        ct::matmul(a, b0, a);
-        CHECK(same_bits(a, want));
-      }
-      {  // out is b
-        auto b = b0.clone();
-        ct::matmul(a0, b, b);
-        CHECK(same_bits(b, want));
-      }
-      {  // out is a transposed view of a
-        auto a = a0.clone();
-        ct::matmul(a, b0, a.transpose());
-        CHECK(same_bits(a.transpose(), want));
-      }
-      {  // a @ a into a
-        auto a = a0.clone();
-        ct::matmul(a, a, a);
-        CHECK(same_bits(a, ct::matmul(a0, a0)));
-      }
-      {  // out is a sub-view of b; a is a view of the same storage
-        auto host = operand<double>({2 * n, n}, 92);
-        auto top = host.slice(0, 0, n), bottom = host.slice(0, n, 2 * n);
-        const auto expect = ct::matmul(bottom.clone(), top.clone());
-        ct::matmul(bottom, top, top);
-        CHECK(same_bits(top, expect));
-      }
-      {  // matrix x vector where the output is the vector
-        auto x = operand<double>({n}, 93);
-        const auto expect = ct::matmul(a0, x);
-        ct::matmul(a0, x, x);
-        CHECK(same_bits(x, expect));
-      }
-      {  // vector x matrix where the output is a row of the matrix
-        auto m = operand<double>({n, n}, 94);
-        auto row = m.select(0, 2);
-        const auto expect = ct::matmul(row.clone(), m.clone());
-        ct::matmul(row, m, row);
-        CHECK(same_bits(row, expect));
-      }
-    }
-  }
-}
-
-TEST_CASE("matmul: shape errors name the shapes and come before any executor call", "[matmul]") {
-  counting_executor ex;
-  ct::executor_scope scope(ex.get());
-  auto expect_error = [&](auto&& call, std::vector<std::string> fragments) {
-    try {
-      call();
-      FAIL("no shape_error");
-    } catch (const ct::shape_error& e) {
-      const std::string msg = e.what();
-      for (const auto& f : fragments) {
-        INFO(msg);
-        CHECK(msg.find(f) != std::string::npos);
-      }
-    }
-  };
-  auto a = ct::ones<float>({4, 3}), b = ct::ones<float>({5, 6});
-  expect_error([&] { ct::matmul(a, b); }, {"ct::matmul", "[4, 3]", "[5, 6]"});
-  expect_error([&] { ct::matmul(ct::ones<float>({3}), ct::ones<float>({4})); }, {"[3]", "[4]"});
-  expect_error([&] { ct::matmul(ct::ones<float>({2, 4, 3}), ct::ones<float>({5, 3, 2})); },
-               {"batch", "[2, 4, 3]", "[5, 3, 2]"});
-  expect_error([&] { ct::matmul(ct::scalar<float>(1.0f), ct::ones<float>({3})); }, {"rank", "[]", "[3]"});
-  // Destination shape (including a would-be broadcast destination) and repeated elements.
-  auto good_a = ct::ones<float>({40, 3}), good_b = ct::ones<float>({3, 6});
-  auto out = ct::full<float>({40, 5}, 2.0f);
-  expect_error([&] { ct::matmul(good_a, good_b, out); }, {"destination", "[40, 5]", "[40, 6]"});
-  expect_error([&] { ct::matmul(good_a, good_b, ct::zeros<float>({1, 40, 6})); }, {"[1, 40, 6]", "[40, 6]"});
-  expect_error([&] { ct::matmul(good_a, good_b, ct::zeros<float>({40, 1}).broadcast_to({40, 6})); },
-               {"destination", "stride"});
-  // Overlapping strides: element (i, j) at i + j, so rows share memory.
-  std::vector<float> mem(64, 7.0f);
-  auto overlapping = ct::wrap(mem.data(), {4, 4}, {1, 1});
-  expect_error([&] { ct::matmul(ct::ones<float>({4, 5}), ct::ones<float>({5, 4}), overlapping); },
-               {"destination", "[4, 4]", "[1, 1]"});
-  CHECK(std::all_of(mem.begin(), mem.end(), [](float v) { return v == 7.0f; }));
-  expect_error([&] { ct::dot(ct::ones<float>({3}), ct::ones<float>({4})); }, {"ct::dot", "[3]", "[4]"});
-  expect_error([&] { ct::dot(ct::ones<float>({3, 1}), ct::ones<float>({3})); }, {"ct::dot", "[3, 1]"});
-  CHECK(ex.calls == 0);
-  CHECK(ct::equal(out, ct::full<float>({40, 5}, 2.0f)));  // nothing was written
 }
 
 namespace {

@@ -1,4 +1,5 @@
-// Unit tests of ct::tensor: layout, views, copies, factories, printing, foreign memory.
+// Unit tests of ct::tensor: layout, views, copies, factories, printing. Wrapping foreign
+// memory (CONTRACT.md §5) is in tests/contract/s5_memory_failure.cpp.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <sstream>
@@ -217,20 +218,6 @@ TEST_CASE("tensor: printing looks like NumPy", "[tensor]") {
   CHECK(ct::to_string(ct::arange<int>(8).reshape({2, 2, 2})) == "[[[0, 1],\n  [2, 3]],\n\n [[4, 5],\n  [6, 7]]]");
   std::string big = ct::to_string(ct::arange<int>(2000));
   CHECK(big.find("[0, 1, 2, ..., 1997, 1998, 1999]") == 0);
-}
-
-TEST_CASE("tensor: wrap views caller memory without copying or owning it", "[tensor]") {
-  std::vector<float> mem(12, 0.0f);
-  {
-    auto t = ct::wrap(mem.data(), {3, 4});
-    CHECK_FALSE(t.owns_storage());
-    CHECK(t.data() == mem.data());
-    t(2, 1) = 5.0f;
-    auto col = ct::wrap(mem.data() + 1, {3}, {4});  // column 1 via explicit strides
-    CHECK(col(2) == 5.0f);
-  }
-  CHECK(mem[9] == 5.0f);  // the caller's memory outlives the tensor and holds the write
-  CHECK_THROWS_AS(ct::wrap(mem.data(), {3, 4}, {4}), ct::shape_error);
 }
 
 TEST_CASE("tensor: equal and allclose", "[tensor]") {

@@ -1,0 +1,40 @@
+// tests/support/executor_zoo.hpp — every kind of executor the determinism and failure
+// promises cover, for tests that run one operation under each of them.
+#pragma once
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ct/asio.hpp"
+#include "ct/ct.hpp"
+#include "support/asio_options.hpp"
+#include "support/executors.hpp"
+
+namespace ct_test {
+
+// Every executor the determinism promise covers. The Asio pool outlives the returned list.
+struct executor_zoo {
+  boost::asio::thread_pool pool{3};
+  static ct::asio_options lingering() {
+    ct::asio_options o;
+    o.linger = std::chrono::microseconds(200);
+    return o;
+  }
+  std::vector<std::pair<std::string, ct::executor>> all() {
+    return {{"none", ct::executor{}},
+            {"serial 64", ct_test::serial_64_executor()},
+            {"three-worker pool", ct_test::three_worker_executor()},
+            {"asio 1", ct::asio_executor(pool, 1)},
+            {"asio 2", ct::asio_executor(pool, 2, ct_test::sharing())},
+            {"asio 2 default", ct::asio_executor(pool, 2)},
+            {"asio 7", ct::asio_executor(pool, 7, ct_test::sharing())},
+            {"asio 3 lingering", ct::asio_executor(pool, 3, lingering())},
+            {"random partition a", ct_test::random_partition_executor(1)},
+            {"random partition b", ct_test::random_partition_executor(2)}};
+  }
+  ~executor_zoo() { pool.join(); }
+};
+
+}  // namespace ct_test
