@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "detail.hpp"
+#include "src/kernels/scalar_erf.hpp"
 
 namespace ct::detail::kernels {
 namespace {
@@ -89,6 +90,8 @@ void scalar_unary(unary_op op, const T* x, T* y, index_t n) {
     case unary_op::silu: return map(x, y, n, [](T v) { return silu(v); });
     case unary_op::square: return map(x, y, n, [](T v) { return v * v; });
     case unary_op::reciprocal: return map(x, y, n, [](T v) { return T(1) / v; });
+    case unary_op::erf: return map(x, y, n, [](T v) { return scalar_erf(v); });
+    case unary_op::erfc: return map(x, y, n, [](T v) { return scalar_erfc(v); });
   }
 }
 

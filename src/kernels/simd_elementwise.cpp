@@ -15,6 +15,7 @@
 
 #include "src/kernels/detail.hpp"
 #include "src/kernels/simd_activation-inl.h"
+#include "src/kernels/simd_erf-inl.h"
 #include "src/kernels/simd_exp-inl.h"
 #include "src/kernels/simd_lanes-inl.h"
 #include "src/kernels/simd_log-inl.h"
@@ -128,6 +129,8 @@ HWY_INLINE V UnaryOp(D d, V v) {
   else if constexpr (kOp == unary_op::silu) return Silu<kFused>(d, v);
   else if constexpr (kOp == unary_op::square) return hn::Mul(v, v);
   else if constexpr (kOp == unary_op::reciprocal) return hn::Div(hn::Set(d, T(1)), v);
+  else if constexpr (kOp == unary_op::erf) return Erf<kFused>(d, v);
+  else if constexpr (kOp == unary_op::erfc) return Erfc<kFused>(d, v);
   else static_assert(kOp == unary_op::reciprocal, "a unary op of ct/expr/ops.hpp without a SIMD kernel");
 }
 

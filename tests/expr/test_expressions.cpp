@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "ct/ct.hpp"
 #include "support/reference.hpp"
@@ -273,4 +275,39 @@ TEST_CASE("expr: a*b+c follows the FMA policy", "[expr]") {
     CHECK(separate(36) == 0.0f);
     CHECK(ct::eval(ct::muladd(a, b, c))(5) == 0.0f);
   }
+}
+
+// erf and erfc (the exact form of GELU) through the expression engine: within the 4 ulp the
+// kernels document (docs/kernels.md), on both backends and FMA policies, float and double,
+// against the C library's long double functions.
+TEST_CASE("expr: erf and erfc within 4 ulp on every backend", "[expr]") {
+  auto check = [](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> xs;
+    for (int i = -4000; i <= 4000; ++i) xs.push_back(static_cast<T>(i) / T(400));  // [-10, 10]
+    for (T v : {T(0), T(-0.0), T(1e-30), T(-1e-30), T(26), T(-26), std::numeric_limits<T>::infinity(),
+                -std::numeric_limits<T>::infinity()})
+      xs.push_back(v);
+    auto x = ct::from_vector<T>(xs);
+    for (ct::backend b : {ct::backend::scalar, ct::backend::simd})
+      for (ct::fma_policy f : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+        ct::settings_scope s({b, f});
+        const auto e = ct::eval(ct::erf(x)), c = ct::eval(ct::erfc(x));
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+          const long double v = xs[i];
+          const long double re = std::erf(v), rc = std::erfc(v);
+          // One ulp of the reference's magnitude (the smallest normal spacing below it).
+          auto ulp = [](long double r) {
+            const T m = std::max(static_cast<T>(std::fabs(r)), std::numeric_limits<T>::min());
+            return static_cast<long double>(std::nextafter(m, std::numeric_limits<T>::infinity()) - m);
+          };
+          INFO("x = " << xs[i] << (b == ct::backend::simd ? " simd" : " scalar") << (f == ct::fma_policy::fused ? " fused" : " separate"));
+          CHECK(std::fabs(static_cast<long double>(e(static_cast<index_t>(i))) - re) <= 4 * ulp(re));
+          CHECK(std::fabs(static_cast<long double>(c(static_cast<index_t>(i))) - rc) <= 4 * ulp(rc));
+        }
+        CHECK(std::signbit(e(static_cast<index_t>(xs.size() - 7))));  // erf(-0) = -0
+      }
+  };
+  check(float{});
+  check(double{});
 }

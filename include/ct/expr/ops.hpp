@@ -39,7 +39,9 @@ namespace ct::detail {
   X(gelu,       gelu,       true,  false)        \
   X(silu,       silu,       true,  false)        \
   X(square,     square,     false, true)         \
-  X(reciprocal, reciprocal, true,  true)
+  X(reciprocal, reciprocal, true,  true)         \
+  X(erf,        erf,        true,  false)        \
+  X(erfc,       erfc,       true,  false)
 // clang-format on
 
 // ---- binary -----------------------------------------------------------------------------
