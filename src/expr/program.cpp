@@ -81,6 +81,9 @@ int program::emit_cast(int arg, dtype from, dtype to) {
     if (!exact) arg = round_to(arg, from);
   }
   const dtype cf = compute_dtype(from), tc = compute_dtype(to);
+  // Into a 16-bit float: one rounding from the source value (float32 or float64 alike), so a
+  // double is not rounded to float first.
+  if (kind_of(to) == dtype_kind::storage_float && (cf == dtype::f32 || cf == dtype::f64)) return round_to(arg, to);
   if (cf != tc) {
     instruction in{opcode::cast, tc};
     in.args[0] = arg;

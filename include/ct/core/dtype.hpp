@@ -74,13 +74,15 @@ inline constexpr dtype_kind kind_of_v = element_traits<T>::kind;
 /// Floating-point element types, including the 16-bit storage ones (transcendentals, mean,
 /// softmax… accept these).
 template <class T>
-inline constexpr bool is_floating_element_v =
-    is_element_v<T> && (kind_of_v<T> == dtype_kind::floating || kind_of_v<T> == dtype_kind::storage_float);
+inline constexpr bool is_floating_element_v = false;
+template <element T>
+inline constexpr bool is_floating_element_v<T> = kind_of_v<T> == dtype_kind::floating || kind_of_v<T> == dtype_kind::storage_float;
 
 /// Integer element types (not bool).
 template <class T>
-inline constexpr bool is_integer_element_v =
-    is_element_v<T> && (kind_of_v<T> == dtype_kind::signed_int || kind_of_v<T> == dtype_kind::unsigned_int);
+inline constexpr bool is_integer_element_v = false;
+template <element T>
+inline constexpr bool is_integer_element_v<T> = kind_of_v<T> == dtype_kind::signed_int || kind_of_v<T> == dtype_kind::unsigned_int;
 
 /// The type ct computes in for T: float for the 16-bit floats, T itself otherwise.
 template <element T>

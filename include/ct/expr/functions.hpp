@@ -122,14 +122,14 @@ template <class A, class B>
 auto as_pair(const A& a, const B& b) {
   if constexpr (scalar_value<A>) {
     using T = value_t<B>;
-    static_assert(!(std::is_floating_point_v<A> && !is_floating_element_v<T>),
+    static_assert(!(is_floating_element_v<A> && !is_floating_element_v<T>),
                   "ct: a floating-point number next to an integer or bool operand; cast one of them explicitly");
-    return std::make_pair(constant<T>{to_element<T>(a)}, to_node(b));
+    return std::make_pair(constant<T>::of_number(a), to_node(b));
   } else if constexpr (scalar_value<B>) {
     using T = value_t<A>;
-    static_assert(!(std::is_floating_point_v<B> && !is_floating_element_v<T>),
+    static_assert(!(is_floating_element_v<B> && !is_floating_element_v<T>),
                   "ct: a floating-point number next to an integer or bool operand; cast one of them explicitly");
-    return std::make_pair(to_node(a), constant<T>{to_element<T>(b)});
+    return std::make_pair(to_node(a), constant<T>::of_number(b));
   } else {
     static_assert(std::is_same_v<value_t<A>, value_t<B>>,
                   "ct: mixed element types need an explicit ct::cast<T>(...)");
@@ -212,7 +212,7 @@ auto muladd(const A& a, const B& b, const C& c) {
   using T = detail::value_t<A>;
   static_assert(is_floating_element_v<T>, "ct::muladd needs floating-point operands");
   auto node = [](const auto& x) {
-    if constexpr (detail::scalar_value<decltype(x)>) return detail::constant<T>{to_element<T>(x)};
+    if constexpr (detail::scalar_value<decltype(x)>) return detail::constant<T>::of_number(x);
     else {
       static_assert(std::is_same_v<detail::value_t<decltype(x)>, T>, "ct: mixed element types need an explicit ct::cast<T>(...)");
       return detail::to_node(x);

@@ -38,9 +38,10 @@ inline constexpr bool is_node_v = expression_node<std::remove_cvref_t<X>>;
 template <class X>
 concept operand = is_tensor_v<X> || is_node_v<X>;
 
-/// A plain arithmetic value (adopts the element type of the other operand).
+/// A plain number (adopts the element type of the other operand): an arithmetic value or a
+/// 16-bit float value.
 template <class X>
-concept scalar_value = std::is_arithmetic_v<std::remove_cvref_t<X>>;
+concept scalar_value = std::is_arithmetic_v<std::remove_cvref_t<X>> || is_floating_element_v<std::remove_cvref_t<X>>;
 
 template <class X>
 struct value_of {
@@ -71,16 +72,22 @@ struct tensor_leaf {
   int lower(program& p) const { return p.emit_load(t.data(), dtype_of<T>(), t.shape(), t.strides()); }
 };
 
+/// A number of element type T, held as ct computes it (float for the 16-bit floats): a number
+/// next to a T operand is rounded to T first (of_number), while mean's count stays exact.
 template <element T>
 struct constant {
   using value_type = T;
   static constexpr bool is_ct_expression = true;
-  T value;
+  compute_type_t<T> value;
+  template <class N>
+  static constant of_number(N n) {
+    return constant{static_cast<compute_type_t<T>>(to_element<T>(n))};
+  }
   const dims& shape() const noexcept { return empty_shape(); }
   const dims& full_shape() const noexcept { return empty_shape(); }
   int lower(program& p) const {
     instruction in{opcode::constant, compute_dtype_of<T>()};
-    if constexpr (is_floating_element_v<T>) in.fvalue = static_cast<double>(value);
+    if constexpr (is_floating_element_v<T>) in.fvalue = static_cast<double>(value);  // exact
     else in.ivalue = static_cast<std::int64_t>(value);
     return p.emit(in);
   }

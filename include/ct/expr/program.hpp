@@ -35,7 +35,8 @@ enum class opcode : std::uint8_t {
   logical_not,  // bool
   where,        // args: cond, a, b
   cast,         // to `type`
-  round_to,     // float32 rounded to the nearest value of the 16-bit float type `sub` (a ct::dtype)
+  round_to,     // a float32 or float64 argument rounded once to the 16-bit float type `sub` (a
+                // ct::dtype); the result is that value as float32
   map,          // user functor; see map_call
   reduce        // sub = reduce_op; result is one value per group
 };

@@ -148,9 +148,10 @@ auto mean(const X& x, const dims& axes, bool keepdims = false) {
   auto s = sum(x, axes, true);
   dims ax = s.axes;
   const index_t n = detail::reduced_count(s.expr.arg.shape(), ax);
-  // sum / n, with the sum moved in rather than copied (operator/ takes its operands by const&)
+  // sum / n, with the sum moved in rather than copied (operator/ takes its operands by const&);
+  // n stays exact for the 16-bit floats too (they compute in float)
   auto e = detail::make_fn(detail::binary_fn<detail::kernels::binary_op::div>{}, std::move(s.expr),
-                           detail::constant<T>{to_element<T>(n)});
+                           detail::constant<T>{static_cast<compute_type_t<T>>(n)});
   return detail::make_reduction(std::move(e), ax, keepdims);
 }
 template <detail::operand X, std::integral I>
@@ -171,7 +172,7 @@ auto logsumexp(const X& x, const dims& axes, bool keepdims = false) {
   detail::normalize_axes(axes, detail::to_node(x).shape(), "logsumexp", true);  // errors under this name
   auto m = max(x, axes, true);
   dims ax = m.axes;
-  auto shift = where(abs(m.expr) < std::numeric_limits<T>::infinity(), m.expr, T(0));
+  auto shift = where(abs(m.expr) < std::numeric_limits<compute_type_t<T>>::infinity(), m.expr, to_element<T>(0));
   auto e = log(sum(exp(x - shift), ax, true).expr) + shift;
   return detail::make_reduction(e, ax, keepdims);
 }
