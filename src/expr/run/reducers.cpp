@@ -1,0 +1,44 @@
+// Finishing reducers: once per group (row layout) or block (column layout).
+#include "src/expr/run/reducers.hpp"
+
+namespace ct::detail::evaluator {
+
+void row_finish_general(const reducer_state& st, const instruction& in, dtype at, void* out) {
+  auto op = static_cast<reduce_op>(in.sub);
+  if (returns_position(op)) {
+    index_t idx = at == dtype::f32 ? st.extreme_f.index : at == dtype::f64 ? st.extreme_d.index : st.iindex;
+    *static_cast<std::int64_t*>(out) = idx;
+    return;
+  }
+  if (is_logical(op)) {
+    *static_cast<bool*>(out) = st.bvalue;
+    return;
+  }
+  with_type(in.type, [&](auto tag) {
+    using T = decltype(tag);
+    T* y = static_cast<T*>(out);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (op == reduce_op::sum) *y = static_cast<T>(kernels::sum_result(st.lanes));
+      else if (op == reduce_op::prod) *y = static_cast<T>(kernels::prod_result(st.lanes));
+      else if constexpr (std::is_same_v<T, float>) *y = st.extreme_f.value;
+      else *y = st.extreme_d.value;
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      *y = static_cast<T>(st.ivalue);
+    }
+  });
+}
+
+void column_finish(column_accumulators a, reduce_op op, dtype at, dtype type, void* out, index_t n) {
+  with_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    T* y = static_cast<T*>(out);
+    for (index_t j = 0; j < n; ++j) {
+      if (returns_position(op)) y[j] = static_cast<T>(a.index[j]);
+      else if (is_logical(op)) y[j] = static_cast<T>(a.bvalue[j]);
+      else if (at == dtype::f32 || at == dtype::f64) y[j] = static_cast<T>(a.dvalue[j]);
+      else y[j] = static_cast<T>(a.ivalue[j]);
+    }
+  });
+}
+
+}  // namespace ct::detail::evaluator

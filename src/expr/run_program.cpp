@@ -1,0 +1,91 @@
+// run_program: validation, overlap checks and staging, planning, scheduling the groups over
+// the bound executor, and copying staged results out.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <thread>
+
+#include "ct/core/strided.hpp"
+#include "ct/exec/parallel_for.hpp"
+#include "ct/expr/program.hpp"
+#include "src/expr/dtype_dispatch.hpp"
+#include "src/expr/plan/plan.hpp"
+#include "src/expr/run/scratch.hpp"
+#include "src/expr/run/strategy.hpp"
+
+namespace ct::detail {
+
+namespace {
+
+bool ranges_overlap(const void* a, index_t amin, index_t amax, std::size_t asize, const void* b, index_t bmin,
+                    index_t bmax, std::size_t bsize) {
+  auto lo_a = reinterpret_cast<std::uintptr_t>(a) + static_cast<std::uintptr_t>(amin * static_cast<index_t>(asize));
+  auto hi_a = reinterpret_cast<std::uintptr_t>(a) + static_cast<std::uintptr_t>((amax + 1) * static_cast<index_t>(asize));
+  auto lo_b = reinterpret_cast<std::uintptr_t>(b) + static_cast<std::uintptr_t>(bmin * static_cast<index_t>(bsize));
+  auto hi_b = reinterpret_cast<std::uintptr_t>(b) + static_cast<std::uintptr_t>((bmax + 1) * static_cast<index_t>(bsize));
+  return lo_a < hi_b && lo_b < hi_a;
+}
+
+}  // namespace
+
+void run_program(const program& p, int root, const destination& dest, const char* op) {
+  using namespace evaluator;
+  const dims& F = p.full_shape();
+  if (element_count(F) == 0 && !p.has_reducers()) return;  // nothing to compute or write
+  // Staging: when a functor may throw, or the destination overlaps an operand other than as
+  // the very same elements, results go to a private buffer copied out after every group.
+  bool staged = p.can_throw();
+  for (const leaf_info& leaf : p.leaves()) {
+    if (!ranges_overlap(dest.data, dest.min_offset, dest.max_offset, dtype_size(dest.type), leaf.data, leaf.min_offset,
+                        leaf.max_offset, dtype_size(leaf.type)))
+      continue;
+    if (!(leaf.data == dest.data && leaf.type == dest.type && leaf.strides == dest.strides)) staged = true;
+  }
+  destination target = dest;
+  std::unique_ptr<unsigned char[]> staging;
+  dims out_shape = F;
+  if (staged) {
+    // Row-major over the output positions (reduced axes collapse to one when the dest stride is 0).
+    for (int a = 0; a < F.size(); ++a)
+      if (dest.strides[a] == 0) out_shape[a] = 1;
+    dims rm = row_major_strides(out_shape);
+    for (int a = 0; a < F.size(); ++a)
+      if (out_shape[a] == 1) rm[a] = 0;
+    index_t count = element_count(out_shape);
+    if (injected_allocation_failure()) throw std::bad_alloc();
+    staging.reset(new unsigned char[static_cast<std::size_t>(std::max<index_t>(count, 1)) * dtype_size(dest.type)]);
+    target = destination{staging.get(), dest.type, rm, 0, count - 1};
+  }
+  // Staged results are read back right away: no streaming stores into the staging buffer.
+  const plan pl = build_plan(p, root, target, op, !staged);
+  const index_t groups = pl.geo.groups;
+  const bool parallel = groups > 1 && static_cast<bool>(current_executor());
+  // hardware_concurrency() reads /sys on every call (about 5 us here): ask once.
+  static const unsigned max_blocks = std::min(64u, std::max(2u, std::thread::hardware_concurrency() + 1));
+  const int blocks = parallel ? static_cast<int>(std::min<index_t>(groups, max_blocks)) : 1;
+  scratch_pool pool(scratch_bytes(pl), blocks);
+  for (int b = 0; b < blocks; ++b) prepare_workspace(pl, pool.workspace(b));
+  schedule(op, groups, [&](index_t start, index_t end) {
+    const int b = pool.acquire();
+    struct releaser {
+      scratch_pool& pool;
+      int b;
+      ~releaser() { pool.release(b); }
+    } release{pool, b};
+    run_groups(pl, start, end, pool.block(b), pool.workspace(b));
+  });
+  if (staged) {
+    // Copy the staged results to the caller's destination, position by position.
+    dims src_strides = target.strides, dst_strides = dest.strides;
+    const std::size_t esize = dtype_size(dest.type);
+    const auto* src = staging.get();
+    auto* dst = static_cast<unsigned char*>(dest.data);
+    for_each_row<2>(out_shape, {dst_strides, src_strides}, [&](auto off, index_t n, auto inner) {
+      for (index_t j = 0; j < n; ++j)
+        std::memcpy(dst + (off[0] + j * inner[0]) * static_cast<index_t>(esize), src + (off[1] + j * inner[1]) * static_cast<index_t>(esize), esize);
+    });
+  }
+}
+
+}  // namespace ct::detail
