@@ -1,5 +1,6 @@
 // src/expr/one_value.hpp — values of one element: a group's mean, 1/sqrt(var + eps), … (internal).
 #pragma once
+#include <cstdlib>
 #include <cmath>
 
 #include "ct/exec/settings.hpp"
@@ -13,11 +14,7 @@ namespace [[gnu::visibility("hidden")]] evaluator {  // see plan.hpp
 // the two backends then agree bitwise and a plain call is far cheaper than a dispatched SIMD
 // call on a one-element tile. Transcendentals keep the caller's backend (their SIMD and
 // scalar versions differ).
-inline bool exactly_rounded(kernels::unary_op op) {
-  using U = kernels::unary_op;
-  return op == U::neg || op == U::abs || op == U::sqrt || op == U::rsqrt || op == U::relu || op == U::square ||
-         op == U::reciprocal;
-}
+inline bool exactly_rounded(kernels::unary_op op) { return ieee_exact(op); }  // the op table's trait
 inline settings scalar_settings(settings s) {
   s.backend = backend::scalar;
   return s;
@@ -32,8 +29,11 @@ inline T one_value(const instruction& in, const T* a, const T* b) {
       case kernels::binary_op::add: return *a + *b;
       case kernels::binary_op::sub: return *a - *b;
       case kernels::binary_op::mul: return *a * *b;
-      default: return *a / *b;  // div; resolve_direct admits nothing else
+      case kernels::binary_op::div: return *a / *b;
+      case kernels::binary_op::min: case kernels::binary_op::max: case kernels::binary_op::pow:
+        break;  // resolve_direct admits only + - * / as one values
     }
+    std::abort();
   }
   switch (static_cast<kernels::unary_op>(in.sub)) {
     case kernels::unary_op::neg: return -*a;
@@ -42,8 +42,11 @@ inline T one_value(const instruction& in, const T* a, const T* b) {
     case kernels::unary_op::sqrt: return std::sqrt(*a);
     case kernels::unary_op::rsqrt: return T(1) / std::sqrt(*a);
     case kernels::unary_op::square: return *a * *a;
-    default: return T(1) / *a;  // reciprocal; resolve_direct admits only exactly_rounded ops
+    case kernels::unary_op::reciprocal: return T(1) / *a;
+    default:
+      break;  // not ieee_exact (ops.hpp): resolve_direct never makes them one values
   }
+  std::abort();  // an ieee_exact row of ops.hpp without its one-value form above
 }
 
 }  // namespace evaluator

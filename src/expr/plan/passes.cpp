@@ -121,7 +121,8 @@ bool column_sums_only(const plan& pl, const pass_plan& pp) {
     const instruction& in = code[static_cast<std::size_t>(r)];
     const instruction& arg = code[static_cast<std::size_t>(in.args[0])];
     if (in.sub != static_cast<std::uint8_t>(reduce_op::sum) || arg.op != opcode::load ||
-        (arg.type != dtype::f32 && arg.type != dtype::f64) || pl.scalar[static_cast<std::size_t>(in.args[0])])
+        (arg.type != dtype::f32 && arg.type != dtype::f64) || pl.scalar[static_cast<std::size_t>(in.args[0])] ||
+        pl.prog.leaves()[static_cast<std::size_t>(arg.leaf)].type != arg.type)  // read in place: no 16-bit floats
       return false;
   }
   return !pp.reducers.empty();
@@ -188,7 +189,8 @@ void plan_pass_steps(plan& pl, std::size_t ps) {
     st.has_out = place(i, st.out_at, st.out_step);
     const direct_op& f = pl.direct[ui];
     if (in.op == opcode::load) {
-      if (!pl.uniform[ui] && pl.geo.walk.back().strides[static_cast<std::size_t>(in.leaf)] == 1) {
+      if (!pl.uniform[ui] && pl.geo.walk.back().strides[static_cast<std::size_t>(in.leaf)] == 1 &&
+          p.leaves()[static_cast<std::size_t>(in.leaf)].type == in.type) {  // 16-bit floats widen first
         st.kind = pass_plan::step::load_in_place;
         st.leaf = in.leaf;
         st.esize = static_cast<index_t>(dtype_size(p.leaves()[static_cast<std::size_t>(in.leaf)].type));

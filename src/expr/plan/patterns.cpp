@@ -37,7 +37,8 @@ void decide_plain(plan& pl) {
   const auto op = static_cast<reduce_op>(code[1].sub);
   const dtype t = code[0].type;
   const auto leaf = static_cast<std::size_t>(code[0].leaf);
-  if ((t != dtype::f32 && t != dtype::f64) || p.leaves()[leaf].type != t || g.walk.back().strides[leaf] != 1 || pl.uniform[0])
+  if ((t != dtype::f32 && t != dtype::f64) || p.leaves()[leaf].type != t || g.walk.back().strides[leaf] != 1 || pl.uniform[0] ||
+      pl.dest.type != code[1].type)
     return;
   pl.plain = op == reduce_op::sum || op == reduce_op::max || op == reduce_op::min || op == reduce_op::argmax ||
              op == reduce_op::argmin;

@@ -211,13 +211,16 @@ struct early_extreme {
 
 struct plan {
   plan(const program& p, int root_, const destination& dest_, const char* op_)
-      : prog(p), root(root_), dest(dest_), op(op_) {}
+      : prog(p), root(root_), dest(dest_), op(op_), narrow_dest(kind_of(dest_.type) == dtype_kind::storage_float) {}
 
   // ---- what is evaluated ----
   const program& prog;
   int root;          // the instruction written to dest
   destination dest;  // the caller's, or the staging buffer
   const char* op;    // the operation's name, for messages
+  // The destination holds 16-bit floats while the root computes in float32: results are
+  // rounded as they are written (run/narrow_io.hpp), never by a kernel writing dest directly.
+  bool narrow_dest = false;
 
   // ---- iteration space (geometry.cpp) ----
   geometry geo;

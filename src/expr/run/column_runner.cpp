@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ct/exec/settings.hpp"
+#include "src/expr/run/narrow_io.hpp"
 #include "src/expr/column_kernels.hpp"
 #include "src/expr/dtype_dispatch.hpp"
 #include "src/expr/plan/plan.hpp"
@@ -65,6 +66,11 @@ struct column_runner {
     const index_t stride = pl.geo.k_strides.back()[l];
     const index_t base = offsets[l] + (pl.uniform[static_cast<std::size_t>(i)] ? 0 : start * pl.geo.walk.back().strides[l]);
     const index_t n = length(i);
+    if (widened(leaf.type)) {
+      widen_values(leaf.type, static_cast<const std::uint16_t*>(leaf.data) + base, stride, static_cast<float*>(out), n, current_settings());
+      ptr[static_cast<std::size_t>(i)] = out;
+      return;
+    }
     with_type(leaf.type, [&](auto tag) {
       using T = decltype(tag);
       const T* src = static_cast<const T*>(leaf.data) + base;
@@ -114,6 +120,7 @@ struct column_runner {
     const index_t stride = pl.geo.k_strides.back()[d];
     auto* dst = static_cast<unsigned char*>(pl.dest.data) + (offsets[d] + start * pl.geo.walk.back().strides[d]) * static_cast<index_t>(esize);
     const auto* s = static_cast<const unsigned char*>(src);
+    if (pl.narrow_dest) return narrow_values(pl.dest.type, static_cast<const float*>(src), src_scalar, dst, stride, block, current_settings());
     if (stride == 1 && !src_scalar) {
       if (dst != s) std::memmove(dst, s, static_cast<std::size_t>(block) * esize);
       return;

@@ -10,6 +10,7 @@
 #include "src/expr/dtype_dispatch.hpp"
 #include "src/expr/one_value.hpp"
 #include "src/expr/run/interpreter.hpp"
+#include "src/expr/run/narrow_io.hpp"
 
 namespace ct::detail::evaluator {
 
@@ -45,7 +46,7 @@ void exec(const plan& pl, int i, index_t n, void* const* ptr, const char* uni, v
         using U = std::make_unsigned_t<T>;  // wrap-around like NumPy instead of UB
         for (index_t j = 0; j < n; ++j) {
           if (op == kernels::unary_op::neg) y[j] = static_cast<T>(U(0) - static_cast<U>(x[j]));
-          else if (op == kernels::unary_op::abs) y[j] = x[j] < 0 ? static_cast<T>(U(0) - static_cast<U>(x[j])) : x[j];
+          else if (op == kernels::unary_op::abs) y[j] = std::is_signed_v<T> && x[j] < T(0) ? static_cast<T>(U(0) - static_cast<U>(x[j])) : x[j];
           else y[j] = static_cast<T>(static_cast<U>(x[j]) * static_cast<U>(x[j]));  // square
         }
       }
@@ -67,8 +68,13 @@ void exec(const plan& pl, int i, index_t n, void* const* ptr, const char* uni, v
           case kernels::binary_op::div:
             for_pairs(u(0), u(1), n, [&](index_t j, index_t ia, index_t ib) {
               if (b[ib] == 0) throw error(std::string("ct::") + pl.op + ": integer division by zero in an expression of shape " + pl.prog.full_shape().str());
-              if (b[ib] == -1) y[j] = static_cast<T>(U(0) - static_cast<U>(a[ia]));
-              else y[j] = a[ia] / b[ib];
+              if constexpr (std::is_signed_v<T>) {
+                if (b[ib] == T(-1)) {  // INT_MIN / -1 wraps instead of trapping
+                  y[j] = static_cast<T>(U(0) - static_cast<U>(a[ia]));
+                  return;
+                }
+              }
+              y[j] = static_cast<T>(a[ia] / b[ib]);
             });
             break;
           case kernels::binary_op::pow: break;  // rejected at compile time for integers
@@ -86,8 +92,9 @@ void exec(const plan& pl, int i, index_t n, void* const* ptr, const char* uni, v
       for (index_t j = 0; j < n; ++j) y[j] = c[uc ? 0 : j] ? a[ua ? 0 : j] : b[ub ? 0 : j];
       return;
     }
-    default:
-      return;
+    case opcode::load: case opcode::compare: case opcode::logical_and: case opcode::logical_or:
+    case opcode::logical_not: case opcode::cast: case opcode::round_to: case opcode::map: case opcode::reduce:
+      return;  // not typed by their result: exec_op and the runners handle them
   }
 }
 
@@ -143,6 +150,10 @@ void load_tile(const plan& pl, int i, const std::vector<index_t>& offsets, index
   const instruction& in = pl.prog.code()[static_cast<std::size_t>(i)];
   const leaf_info& leaf = pl.prog.leaves()[static_cast<std::size_t>(in.leaf)];
   const index_t stride = pl.geo.walk.back().strides[static_cast<std::size_t>(in.leaf)];
+  if (widened(leaf.type)) {
+    const auto* src = static_cast<const std::uint16_t*>(leaf.data) + offsets[static_cast<std::size_t>(in.leaf)] + pos * stride;
+    return widen_values(leaf.type, src, stride, static_cast<float*>(out), n, current_settings());
+  }
   with_type(leaf.type, [&](auto tag) {
     using T = decltype(tag);
     const T* src = static_cast<const T*>(leaf.data) + offsets[static_cast<std::size_t>(in.leaf)] + pos * stride;
@@ -188,11 +199,26 @@ void exec_op(const plan& pl, int i, index_t n, void* const* ptr, const char* uni
       m.fn(m.functor, args, flags, out, n);
       break;
     }
+    case opcode::round_to: {
+      const dtype at = pl.prog.code()[static_cast<std::size_t>(in.args[0])].type;
+      const auto to = static_cast<dtype>(in.sub);
+      const bool ua = uni[in.args[0]] != 0;
+      float* y = static_cast<float*>(out);
+      if (at == dtype::f64) {
+        const double* x = static_cast<const double*>(ptr[in.args[0]]);
+        for (index_t j = 0; j < n; ++j) y[j] = round_through(to, x[ua ? 0 : j]);
+      } else {
+        const float* x = static_cast<const float*>(ptr[in.args[0]]);
+        for (index_t j = 0; j < n; ++j) y[j] = round_through(to, x[ua ? 0 : j]);
+      }
+      break;
+    }
     case opcode::reduce:
     case opcode::load:
       break;  // handled by the runners
-    default:
+    case opcode::constant: case opcode::unary: case opcode::binary: case opcode::muladd: case opcode::where:
       with_type(in.type, [&](auto tag) { exec<decltype(tag)>(pl, i, n, ptr, uni, out, s); });
+      break;
   }
 }
 

@@ -119,7 +119,7 @@ inline void row_feed(reducer_state& st, const pass_plan::feed& fd, const instruc
         case reduce_op::argmax: kernels::max_accumulate<T>(ex, v, n, pos, s, true, streamed); break;
         case reduce_op::min: kernels::min_accumulate<T>(ex, v, n, pos, s, false, streamed); break;
         case reduce_op::argmin: kernels::min_accumulate<T>(ex, v, n, pos, s, true, streamed); break;
-        default: break;
+        case reduce_op::all: case reduce_op::any: break;  // bool operands only (compile-time rule)
       }
     } else {
       for (index_t j = 0; j < n; ++j) {
@@ -128,7 +128,7 @@ inline void row_feed(reducer_state& st, const pass_plan::feed& fd, const instruc
           case reduce_op::prod: st.ivalue = wrapping_mul(st.ivalue, static_cast<std::int64_t>(v[j])); break;
           case reduce_op::max: case reduce_op::argmax: integer_extreme_step(true, v[j], pos + j, st.ivalue, st.iindex); break;
           case reduce_op::min: case reduce_op::argmin: integer_extreme_step(false, v[j], pos + j, st.ivalue, st.iindex); break;
-          default: break;
+          case reduce_op::all: case reduce_op::any: break;  // bool operands only (compile-time rule)
         }
       }
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ct/exec/settings.hpp"
+#include "src/expr/run/narrow_io.hpp"
 #include "ct/expr/kernels.hpp"
 #include "src/expr/dtype_dispatch.hpp"
 #include "src/expr/one_value.hpp"
@@ -253,10 +254,11 @@ struct group_runner {
       // place is copied below instead; a streamed result goes out through stream_copy
       // unless the root's own kernel streams, plan::root_stream).
       const bool direct = dstride == 1 && (!pl.stream || pl.root_stream != nullptr) &&
-                          st.kind != pass_plan::step::load_in_place;
+                          st.kind != pass_plan::step::load_in_place && !pl.narrow_dest;
       exec_step(st, n, pos, start, direct ? d : nullptr);
     }
     const unsigned char* r = static_cast<const unsigned char*>(ptr[static_cast<std::size_t>(pl.root)]);
+    if (pl.narrow_dest) return narrow_values(pl.dest.type, reinterpret_cast<const float*>(r), false, d, dstride, n, s);
     if (r == d) return;
     const std::size_t bytes = static_cast<std::size_t>(n) * esize;
     if (dstride == 1 && pl.stream && (r + bytes <= d || d + bytes <= r)) stream_copy(d, r, bytes);
@@ -269,6 +271,7 @@ struct group_runner {
   void write_uniform_root() {
     const std::size_t esize = dtype_size(pl.dest.type);
     unsigned char* d = static_cast<unsigned char*>(pl.dest.data) + offsets.back() * static_cast<index_t>(esize);
+    if (pl.narrow_dest) return narrow_values(pl.dest.type, static_cast<const float*>(ptr[static_cast<std::size_t>(pl.root)]), true, d, 1, 1, s);
     std::memcpy(d, ptr[static_cast<std::size_t>(pl.root)], esize);
   }
 
