@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "ct/exec/settings.hpp"
-#include "ct/expr/kernels.hpp"
+#include "src/kernels/kernels.hpp"
 #include "ct/expr/program.hpp"
 
 namespace ct::detail {

@@ -21,11 +21,11 @@ int program::emit(const instruction& in) {
   // Under the fused FMA policy a product feeding a sum becomes one multiply-add (one
   // rounding, one kernel pass), as a compiler contracting a*b+c would; under the separate
   // policy it stays two operations. The product itself stays available to other users.
-  if (fused_multiply_add_ && in.op == opcode::binary && in.sub == static_cast<std::uint8_t>(kernels::binary_op::add) &&
+  if (fused_multiply_add_ && in.op == opcode::binary && in.sub == static_cast<std::uint8_t>(binary_op::add) &&
       (in.type == dtype::f32 || in.type == dtype::f64)) {
     for (int k = 0; k < 2; ++k) {
       const instruction& m = code_[static_cast<std::size_t>(in.args[k])];
-      if (m.op == opcode::binary && m.sub == static_cast<std::uint8_t>(kernels::binary_op::mul)) {
+      if (m.op == opcode::binary && m.sub == static_cast<std::uint8_t>(binary_op::mul)) {
         instruction fma{opcode::muladd, in.type};
         fma.args[0] = m.args[0];
         fma.args[1] = m.args[1];
@@ -36,7 +36,7 @@ int program::emit(const instruction& in) {
   }
   auto it = std::find(code_.begin(), code_.end(), in);
   if (it != code_.end() && in.op != opcode::map) return static_cast<int>(it - code_.begin());
-  if (in.op == opcode::binary && in.sub == static_cast<std::uint8_t>(kernels::binary_op::div) &&
+  if (in.op == opcode::binary && in.sub == static_cast<std::uint8_t>(binary_op::div) &&
       in.type != dtype::f32 && in.type != dtype::f64)
     integer_division_ = true;  // throws on a zero divisor
   code_.push_back(in);

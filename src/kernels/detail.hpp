@@ -4,7 +4,7 @@
 // settings::backend. The scalar half is also the reference the simd half must match bitwise
 // where the header promises it (sum, prod, max, min, and the exactly rounded elementwise ops).
 #pragma once
-#include "ct/expr/kernels.hpp"
+#include "src/kernels/kernels.hpp"
 
 namespace ct::detail::kernels {
 

@@ -10,7 +10,7 @@
 
 #include <hwy/highway.h>
 
-#include "ct/expr/kernels.hpp"
+#include "src/kernels/kernels.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace ct::detail::kernels {

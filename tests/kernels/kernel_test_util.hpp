@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ct/expr/kernels.hpp"
+#include "../../src/kernels/kernels.hpp"
 
 namespace ct_test_kernels {
 

@@ -24,14 +24,14 @@ struct simple_fn {
   }
 };
 
-template <kernels::unary_op K>
+template <unary_op K>
 struct unary_fn : simple_fn<opcode::unary, static_cast<std::uint8_t>(K)> {
   static constexpr const char* name = unary_name(K);
   template <class T>
   using result = T;
 };
 
-template <kernels::binary_op K>
+template <binary_op K>
 struct binary_fn : simple_fn<opcode::binary, static_cast<std::uint8_t>(K)> {
   static constexpr const char* name = binary_name(K);
   template <class T, class U>
@@ -159,11 +159,10 @@ inline constexpr bool is_numeric_operand_v = !std::is_same_v<value_t<X>, bool>;
   template <class A, class B>                                                                     \
     requires detail::binary_operands<A, B>                                                        \
   auto operator sym(const A& a, const B& b) {                                                     \
-    auto e = detail::make_binary<detail::binary_fn<kernels_ns::binary_op::K>>(a, b);              \
+    auto e = detail::make_binary<detail::binary_fn<detail::binary_op::K>>(a, b);              \
     static_assert(requirement<typename decltype(e)::value_type>, "ct: operator " #sym " is not defined for bool"); \
     return e;                                                                                     \
   }
-namespace kernels_ns = detail::kernels;
 template <class T>
 inline constexpr bool not_bool = !std::is_same_v<T, bool>;
 CT_BINARY_OPERATOR(+, add, not_bool)
@@ -177,12 +176,12 @@ CT_BINARY_OPERATOR(/, div, not_bool)
 template <class A, class B>
   requires detail::binary_operands<A, B>
 auto maximum(const A& a, const B& b) {
-  return detail::make_binary<detail::binary_fn<detail::kernels::binary_op::max>>(a, b);
+  return detail::make_binary<detail::binary_fn<detail::binary_op::max>>(a, b);
 }
 template <class A, class B>
   requires detail::binary_operands<A, B>
 auto minimum(const A& a, const B& b) {
-  return detail::make_binary<detail::binary_fn<detail::kernels::binary_op::min>>(a, b);
+  return detail::make_binary<detail::binary_fn<detail::binary_op::min>>(a, b);
 }
 /// max(a, b) / min(a, b) of two tensors or expressions (or an expression and a floating-point
 /// number) are elementwise; max(x, int) is the reduction over an axis (ct/expr/reductions.hpp).
@@ -201,7 +200,7 @@ auto min(const A& a, const B& b) {
 template <class A, class B>
   requires detail::binary_operands<A, B>
 auto pow(const A& a, const B& b) {
-  auto e = detail::make_binary<detail::binary_fn<detail::kernels::binary_op::pow>>(a, b);
+  auto e = detail::make_binary<detail::binary_fn<detail::binary_op::pow>>(a, b);
   static_assert(is_floating_element_v<typename decltype(e)::value_type>, "ct::pow needs floating-point operands");
   return e;
 }

@@ -14,7 +14,6 @@
 
 #include "ct/core/dims.hpp"
 #include "ct/core/dtype.hpp"
-#include "ct/expr/kernels.hpp"
 #include "ct/expr/ops.hpp"
 
 namespace ct::detail {
@@ -26,8 +25,8 @@ using ct::dtype;
 enum class opcode : std::uint8_t {
   load,         // leaf tensor
   constant,     // scalar
-  unary,        // sub = kernels::unary_op
-  binary,       // sub = kernels::binary_op
+  unary,        // sub = unary_op (ct/expr/ops.hpp)
+  binary,       // sub = binary_op
   muladd,       // a*b+c under the FMA policy
   compare,      // sub = compare_op; result bool
   logical_and,  // bool

@@ -150,7 +150,7 @@ auto mean(const X& x, const dims& axes, bool keepdims = false) {
   const index_t n = detail::reduced_count(s.expr.arg.shape(), ax);
   // sum / n, with the sum moved in rather than copied (operator/ takes its operands by const&);
   // n stays exact for the 16-bit floats too (they compute in float)
-  auto e = detail::make_fn(detail::binary_fn<detail::kernels::binary_op::div>{}, std::move(s.expr),
+  auto e = detail::make_fn(detail::binary_fn<detail::binary_op::div>{}, std::move(s.expr),
                            detail::constant<T>{static_cast<compute_type_t<T>>(n)});
   return detail::make_reduction(std::move(e), ax, keepdims);
 }

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "ct/exec/settings.hpp"
-#include "ct/expr/kernels.hpp"
+#include "src/kernels/kernels.hpp"
 #include "src/expr/dtype_dispatch.hpp"
 #include "src/expr/one_value.hpp"
 #include "src/expr/plan/stages.hpp"

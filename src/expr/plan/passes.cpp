@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "ct/exec/settings.hpp"
-#include "ct/expr/kernels.hpp"
+#include "src/kernels/kernels.hpp"
 #include "src/expr/dtype_dispatch.hpp"
 #include "src/expr/plan/stages.hpp"
 #include "src/expr/tuning.hpp"

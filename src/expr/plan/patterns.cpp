@@ -2,7 +2,7 @@
 // layer norm's rows, and the early extreme of softmax-like programs. Each fast path computes
 // exactly what the general row walk would (the tests compare them bitwise).
 #include "ct/exec/settings.hpp"
-#include "ct/expr/kernels.hpp"
+#include "src/kernels/kernels.hpp"
 #include "src/expr/dtype_dispatch.hpp"
 #include "src/expr/plan/stages.hpp"
 

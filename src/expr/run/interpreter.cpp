@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "ct/core/error.hpp"
-#include "ct/expr/kernels.hpp"
+#include "src/kernels/kernels.hpp"
 #include "src/expr/dtype_dispatch.hpp"
 #include "src/expr/one_value.hpp"
 #include "src/expr/run/interpreter.hpp"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ct/exec/settings.hpp"
-#include "ct/expr/kernels.hpp"
+#include "src/kernels/kernels.hpp"
 #include "src/expr/dtype_dispatch.hpp"
 #include "src/expr/plan/plan.hpp"
 #include "src/expr/run/scratch.hpp"

@@ -18,7 +18,7 @@
 #include <type_traits>
 
 #include "ct/exec/settings.hpp"
-#include "ct/expr/kernels.hpp"
+#include "src/kernels/kernels.hpp"
 #include "ct/expr/program.hpp"
 #include "src/expr/column_kernels.hpp"
 #include "src/expr/dtype_dispatch.hpp"

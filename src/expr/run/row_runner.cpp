@@ -7,7 +7,7 @@
 
 #include "ct/exec/settings.hpp"
 #include "src/expr/run/narrow_io.hpp"
-#include "ct/expr/kernels.hpp"
+#include "src/kernels/kernels.hpp"
 #include "src/expr/dtype_dispatch.hpp"
 #include "src/expr/one_value.hpp"
 #include "src/expr/plan/plan.hpp"

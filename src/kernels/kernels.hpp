@@ -1,4 +1,4 @@
-// ct/expr/kernels.hpp — the precompiled tile kernels the expression engine calls.
+// src/kernels/kernels.hpp — the precompiled tile kernels the expression engine calls (private).
 //
 // Internal interface (namespace ct::detail::kernels) between the evaluator and src/kernels.
 // Every kernel works on one tile of n contiguous elements and honours the settings it is
