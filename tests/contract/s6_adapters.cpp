@@ -164,7 +164,11 @@ TEST_CASE("asio_executor: short calls run on the caller alone and long ones are 
   ct::asio_options patient;
   patient.solo_below = 10s;
   for (int round = 0; round < 20; ++round) CHECK(others_in(patient, 48, 0us) == 0);
-  CHECK(others_in(ct::asio_options{}, 96, 200us) > 0);  // ~19 ms: the helpers join
+  // ~19 ms: the helpers join. On a loaded machine a posted helper may not get a core within
+  // one such call (the pool's threads wait for the scheduler), so a few calls may be needed.
+  int joined = 0;
+  for (int round = 0; round < 5 && joined == 0; ++round) joined += others_in(ct::asio_options{}, 96, 200us) > 0;
+  CHECK(joined > 0);
   int shared = 0;
   for (int round = 0; round < 20 && shared == 0; ++round) shared += others_in(ct_test::sharing(), 96, 1us) > 0;
   CHECK(shared > 0);
