@@ -30,6 +30,14 @@ bool ranges_overlap(const void* a, index_t amin, index_t amax, std::size_t asize
 }  // namespace
 
 void run_program(const program& p, int root, const destination& dest, const char* op) {
+  // A float32 value rounded to the 16-bit type of its destination (ct::cast<bfloat16>(x) into a
+  // bfloat16 tensor): the store rounds it the same way, once.
+  {
+    const instruction& r = p.code()[static_cast<std::size_t>(root)];
+    if (r.op == opcode::round_to && static_cast<dtype>(r.sub) == dest.type &&
+        p.code()[static_cast<std::size_t>(r.args[0])].type == dtype::f32)
+      root = r.args[0];
+  }
   using namespace evaluator;
   const dims& F = p.full_shape();
   if (element_count(F) == 0 && !p.has_reducers()) return;  // nothing to compute or write

@@ -207,9 +207,17 @@ void exec_op(const plan& pl, int i, index_t n, void* const* ptr, const char* uni
       if (at == dtype::f64) {
         const double* x = static_cast<const double*>(ptr[in.args[0]]);
         for (index_t j = 0; j < n; ++j) y[j] = round_through(to, x[ua ? 0 : j]);
-      } else {
+      } else if (ua) {
+        y[0] = round_through(to, static_cast<const float*>(ptr[in.args[0]])[0]);
+        for (index_t j = 1; j < n; ++j) y[j] = y[0];
+      } else {  // through the conversion kernels, a piece at a time
         const float* x = static_cast<const float*>(ptr[in.args[0]]);
-        for (index_t j = 0; j < n; ++j) y[j] = round_through(to, x[ua ? 0 : j]);
+        std::uint16_t bits[256];
+        for (index_t at = 0; at < n; at += 256) {
+          const index_t len = std::min<index_t>(256, n - at);
+          narrow_values(to, x + at, false, bits, 1, len, s);
+          widen_values(to, bits, 1, y + at, len, s);
+        }
       }
       break;
     }
