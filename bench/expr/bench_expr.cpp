@@ -636,6 +636,93 @@ workload make_muladd(index_t n, std::uint64_t seed) {
   return w;
 }
 
+// Softmax and layer norm of a bfloat16 matrix into a bfloat16 result: half the bytes of the
+// float32 workloads of the same shape, which run in the same process for the bound fractions.
+// Peer: oneDNN's bf16 primitives (float32 arithmetic inside, like ct).
+workload make_bf16_row_op(bool layer_norm, index_t rows, index_t cols, benchmark::TimeUnit unit, std::uint64_t seed) {
+  struct data {
+    index_t rows = 0, cols = 0;
+    ct::tensor<ct::bfloat16> x, y, w, b;
+    std::vector<double> ref;
+  };
+  constexpr float eps = 1e-5f;
+  auto d = std::make_shared<data>();
+  d->rows = rows;
+  d->cols = cols;
+  d->x = ct::eval(ct::cast<ct::bfloat16>(ct::random_uniform<float>({rows, cols}, seed, -4.0f, 4.0f)));
+  d->w = ct::eval(ct::cast<ct::bfloat16>(ct::random_uniform<float>({cols}, seed + 1, 0.5f, 1.5f)));
+  d->b = ct::eval(ct::cast<ct::bfloat16>(ct::random_uniform<float>({cols}, seed + 2, -0.5f, 0.5f)));
+  d->y = ct::tensor<ct::bfloat16>({rows, cols});
+  workload w;
+  w.name = std::string(layer_norm ? "layer_norm_bf16_" : "softmax_bf16_") + shape_name(rows, cols);
+  w.bytes = 2.0 * static_cast<double>(rows * cols) * 2;
+  w.unit = unit;
+  w.poison = [d] { d->y.fill(ct::bfloat16(std::numeric_limits<float>::quiet_NaN())); };
+  w.snapshot = [d] { return bytes_of(d->y); };
+  w.release = [d] { std::vector<double>().swap(d->ref); };
+  w.check = [d, layer_norm] {
+    const index_t n = d->rows * d->cols;
+    if (d->ref.empty()) {
+      d->ref.resize(static_cast<std::size_t>(n));
+      for (index_t r = 0; r < d->rows; ++r) {
+        std::vector<double> xr(static_cast<std::size_t>(d->cols));
+        for (index_t j = 0; j < d->cols; ++j) xr[static_cast<std::size_t>(j)] = static_cast<double>(d->x(r, j));
+        double m = -INFINITY, s = 0, v = 0;
+        if (layer_norm) {
+          for (double e : xr) s += e;
+          m = s / static_cast<double>(d->cols);
+          for (double e : xr) v += (e - m) * (e - m);
+          const double rstd = 1.0 / std::sqrt(v / static_cast<double>(d->cols) + static_cast<double>(ct::bfloat16(eps)));
+          for (index_t j = 0; j < d->cols; ++j)
+            d->ref[static_cast<std::size_t>(r * d->cols + j)] =
+                (xr[static_cast<std::size_t>(j)] - m) * rstd * static_cast<double>(d->w(j)) + static_cast<double>(d->b(j));
+        } else {
+          for (double e : xr) m = std::max(m, e);
+          for (double e : xr) s += std::exp(e - m);
+          for (index_t j = 0; j < d->cols; ++j)
+            d->ref[static_cast<std::size_t>(r * d->cols + j)] = std::exp(xr[static_cast<std::size_t>(j)] - m) / s;
+        }
+      }
+    }
+    std::vector<float> got(static_cast<std::size_t>(n));
+    for (index_t i = 0; i < n; ++i) got[static_cast<std::size_t>(i)] = static_cast<float>(d->y.data()[i]);
+    return compare(got.data(), d->ref, 0x1p-8 * 1.01, layer_norm ? 1e-4 : 1e-10);  // one bf16 rounding
+  };
+  for (int t : {1, 2})
+    w.variants.push_back(ct_variant(t, [d, layer_norm] {
+      const ct::bfloat16 e(eps);
+      if (layer_norm) ct::eval(ct::layer_norm(d->x, -1, e, d->w, d->b), d->y);
+      else ct::eval(ct::softmax(d->x, -1), d->y);
+    }));
+#if CT_BENCH_HAVE_DNNL
+  add_onednn(w, [d, layer_norm] {
+    auto md = dn::memory::desc({d->rows, d->cols}, dt::bf16, tag::ab);
+    if (!layer_norm) {
+      dn::softmax_v2_forward::desc desc(dn::prop_kind::forward_inference, dn::algorithm::softmax_accurate, md, md, 1);
+      dn::softmax_v2_forward::primitive_desc pd(desc, dnnl_engine());
+      return dnnl_runner(dn::softmax_v2_forward(pd), pd, {{DNNL_ARG_SRC, mem(md, d->x.data())}, {DNNL_ARG_DST, mem(md, d->y.data())}});
+    }
+    // oneDNN takes float32 scale and shift with bf16 data.
+    auto ws = std::make_shared<ct::tensor<float>>(ct::eval(ct::cast<float>(d->w)));
+    auto bs = std::make_shared<ct::tensor<float>>(ct::eval(ct::cast<float>(d->b)));
+    dn::layer_normalization_forward::desc desc(dn::prop_kind::forward_inference, md, eps,
+                                               dn::normalization_flags::use_scale | dn::normalization_flags::use_shift);
+    dn::layer_normalization_forward::primitive_desc pd(desc, dnnl_engine());
+    std::unordered_map<int, dn::memory> args = {{DNNL_ARG_SRC, mem(md, d->x.data())},
+                                                {DNNL_ARG_DST, mem(md, d->y.data())},
+                                                {DNNL_ARG_SCALE, mem(md1(d->cols), ws->data())},
+                                                {DNNL_ARG_SHIFT, mem(md1(d->cols), bs->data())}};
+    if (pd.mean_desc().get_size() != 0) {
+      args.emplace(DNNL_ARG_MEAN, dn::memory(pd.mean_desc(), dnnl_engine()));
+      args.emplace(DNNL_ARG_VARIANCE, dn::memory(pd.variance_desc(), dnnl_engine()));
+    }
+    runner r = dnnl_runner(dn::layer_normalization_forward(pd), pd, std::move(args));
+    return runner([r, ws, bs]() mutable { r(); });
+  });
+#endif
+  return w;
+}
+
 // ---------------------------------------------------------------------------------------
 // Bandwidth bounds (single thread)
 
@@ -875,6 +962,9 @@ int main(int argc, char** argv) {
   all.push_back(make_softmax(256, 1024, false, us, 19));
   all.push_back(make_layer_norm(512, 512, us, 20));
   all.push_back(make_softmax(4, 16, false, us, 21));  // per-call overhead
+  all.push_back(make_layer_norm(4096, 4096, ms, 22));   // the float32 twin of layer_norm_bf16
+  all.push_back(make_bf16_row_op(false, 4096, 4096, ms, 23));
+  all.push_back(make_bf16_row_op(true, 4096, 4096, ms, 24));
   for (workload& w : all) {  // every ct_2t also with lingering helpers, right after it
     auto it = std::find_if(w.variants.begin(), w.variants.end(), [](const variant& v) { return v.impl == "ct_2t"; });
     if (it == w.variants.end()) continue;

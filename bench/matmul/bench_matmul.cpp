@@ -48,7 +48,7 @@ const ct::tensor<T>& input(const ct::dims& shape, std::uint64_t seed) {
   static std::map<std::pair<std::string, std::uint64_t>, ct::tensor<T>> cache;
   auto key = std::make_pair(shape.str(), seed);
   auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, ct::random_uniform<T>(shape, seed, T(-1), T(1))).first;
+  if (it == cache.end()) it = cache.emplace(key, ct::random_uniform<T>(shape, seed, ct::to_element<T>(-1), ct::to_element<T>(1))).first;
   return it->second;
 }
 
@@ -154,6 +154,15 @@ void BM_sgemv_ct_1t(benchmark::State& s) {
 void BM_sgemv_ct_2t(benchmark::State& s) {
   const index_t m = s.range(0), k = s.range(1);
   run_ct<float>(s, {m, k}, {k}, 2, 2.0 * m * k, 4.0 * m * k);
+}
+// bfloat16 operands and result, float32 accumulation: compared with BM_sgemm_ct_* of the same n.
+void BM_bf16gemm_ct_1t(benchmark::State& s) {
+  const index_t n = s.range(0);
+  run_ct<ct::bfloat16>(s, {n, n}, {n, n}, 1, 2.0 * n * n * n);
+}
+void BM_bf16gemm_ct_2t(benchmark::State& s) {
+  const index_t n = s.range(0);
+  run_ct<ct::bfloat16>(s, {n, n}, {n, n}, 2, 2.0 * n * n * n);
 }
 void BM_dgemm_ct_1t(benchmark::State& s) {
   const index_t n = s.range(0);
@@ -366,6 +375,9 @@ BENCHMARK(BM_sgemv_openblas_2t)->Apply(gemv_sizes);
 #ifdef CT_BENCH_HAVE_EIGEN
 BENCHMARK(BM_sgemv_eigen_1t)->Apply(gemv_sizes);
 #endif
+
+BENCHMARK(BM_bf16gemm_ct_1t)->Arg(1024)->Apply(one_size);
+BENCHMARK(BM_bf16gemm_ct_2t)->Arg(1024)->Apply(one_size);
 
 BENCHMARK(BM_dgemm_ct_1t)->Arg(1024)->Apply(one_size);
 BENCHMARK(BM_dgemm_ct_2t)->Arg(1024)->Apply(one_size);
