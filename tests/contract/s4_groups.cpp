@@ -33,21 +33,7 @@ using mm_test::same_bits;
 
 namespace {
 
-template <class T, class Make>
-void expect_same_under_every_executor(Make make, const char* what) {
-  executor_zoo zoo;
-  for (ct::backend b : {ct::backend::scalar, ct::backend::simd})
-    for (ct::fma_policy f : {ct::fma_policy::fused, ct::fma_policy::separate}) {
-      ct::settings_scope s({b, f});
-      auto reference = ct::eval(make());
-      for (auto& [name, exec] : zoo.all()) {
-        ct::executor_scope scope(exec);
-        auto got = ct::eval(make());
-        INFO(what << " under " << name);
-        CHECK(ct_test::bitwise_equal(got, reference));
-      }
-    }
-}
+using ct_test::expect_same_under_every_executor;
 
 struct named_executor {
   std::string name;

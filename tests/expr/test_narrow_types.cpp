@@ -71,20 +71,11 @@ double ulp16_abs() {  // half the spacing of the subnormals, where the relative 
   return std::is_same_v<T, bfloat16> ? 0x1p-134 : 0x1p-25;
 }
 
+// The zoo's check with the element type taken from the expression.
 template <class Make>
-void expect_same_everywhere(Make make, const char* what) {
-  ct_test::executor_zoo z;
-  for (ct::backend b : {ct::backend::scalar, ct::backend::simd})
-    for (ct::fma_policy f : {ct::fma_policy::fused, ct::fma_policy::separate}) {
-      ct::settings_scope s({b, f});
-      auto reference = ct::eval(make());
-      for (auto& [name, exec] : z.all()) {
-        ct::executor_scope scope(exec);
-        auto got = ct::eval(make());
-        INFO(what << " under " << name);
-        CHECK(ct_test::bitwise_equal(got, reference));
-      }
-    }
+void same_everywhere(Make make, const char* what) {
+  using T = typename decltype(ct::eval(make()))::value_type;
+  ct_test::expect_same_under_every_executor<T>(make, what);
 }
 
 }  // namespace
@@ -361,18 +352,18 @@ TEST_CASE("narrow types: results are bitwise identical under every executor", "[
   auto x8 = ct::random_uniform<std::int8_t>({41, 533}, 23, std::int8_t(-128), std::int8_t(127));
   auto xu = ct::random_uniform<std::uint8_t>({41, 533}, 24, std::uint8_t(0), std::uint8_t(255));
   auto wb = ct::eval(ct::cast<bfloat16>(ct::random_uniform<float>({1037}, 25, 0.5f, 1.5f)));
-  expect_same_everywhere([&] { return ct::softmax(xb, -1); }, "softmax bf16");
-  expect_same_everywhere([&] { return ct::softmax(xh, -1); }, "softmax f16 long rows");
-  expect_same_everywhere([&] { return ct::layer_norm(xb, -1, bfloat16(1e-5f), wb, wb); }, "layer_norm bf16");
-  expect_same_everywhere([&] { return ct::rms_norm(xh, -1, float16(1e-6f)); }, "rms_norm f16");
-  expect_same_everywhere([&] { return ct::sum(xb, -1); }, "sum bf16");
-  expect_same_everywhere([&] { return ct::sum(xh, 0); }, "sum f16 axis 0");
-  expect_same_everywhere([&] { return ct::argmax(xb, -1); }, "argmax bf16");
-  expect_same_everywhere([&] { return ct::logsumexp(xh, -1); }, "logsumexp f16");
-  expect_same_everywhere([&] { return ct::sum(x8, -1); }, "sum int8");
-  expect_same_everywhere([&] { return ct::max(xu, -1); }, "max uint8");
-  expect_same_everywhere([&] { return ct::argmin(x8, 0); }, "argmin int8 axis 0");
-  expect_same_everywhere([&] { return ct::cast<bfloat16>(ct::softmax(ct::cast<float>(x8), -1)); }, "softmax of int8 into bf16");
+  same_everywhere([&] { return ct::softmax(xb, -1); }, "softmax bf16");
+  same_everywhere([&] { return ct::softmax(xh, -1); }, "softmax f16 long rows");
+  same_everywhere([&] { return ct::layer_norm(xb, -1, bfloat16(1e-5f), wb, wb); }, "layer_norm bf16");
+  same_everywhere([&] { return ct::rms_norm(xh, -1, float16(1e-6f)); }, "rms_norm f16");
+  same_everywhere([&] { return ct::sum(xb, -1); }, "sum bf16");
+  same_everywhere([&] { return ct::sum(xh, 0); }, "sum f16 axis 0");
+  same_everywhere([&] { return ct::argmax(xb, -1); }, "argmax bf16");
+  same_everywhere([&] { return ct::logsumexp(xh, -1); }, "logsumexp f16");
+  same_everywhere([&] { return ct::sum(x8, -1); }, "sum int8");
+  same_everywhere([&] { return ct::max(xu, -1); }, "max uint8");
+  same_everywhere([&] { return ct::argmin(x8, 0); }, "argmin int8 axis 0");
+  same_everywhere([&] { return ct::cast<bfloat16>(ct::softmax(ct::cast<float>(x8), -1)); }, "softmax of int8 into bf16");
 }
 
 TEST_CASE("narrow types: a throwing functor leaves a 16-bit destination unchanged", "[narrow][scheduling]") {

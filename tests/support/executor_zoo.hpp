@@ -11,6 +11,7 @@
 #include "ct/ct.hpp"
 #include "support/asio_options.hpp"
 #include "support/executors.hpp"
+#include "support/reference.hpp"
 
 namespace ct_test {
 
@@ -36,5 +37,23 @@ struct executor_zoo {
   }
   ~executor_zoo() { pool.join(); }
 };
+
+/// Evaluates make() (an expression) under both backends and FMA policies, and under each of
+/// them with every executor of the zoo: the results must be bitwise those without one.
+template <class T, class Make>
+void expect_same_under_every_executor(Make make, const char* what) {
+  executor_zoo zoo;
+  for (ct::backend b : {ct::backend::scalar, ct::backend::simd})
+    for (ct::fma_policy f : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+      ct::settings_scope s({b, f});
+      auto reference = ct::eval(make());
+      for (auto& [name, exec] : zoo.all()) {
+        ct::executor_scope scope(exec);
+        auto got = ct::eval(make());
+        INFO(what << " under " << name);
+        CHECK(ct_test::bitwise_equal(got, reference));
+      }
+    }
+}
 
 }  // namespace ct_test
