@@ -21,6 +21,7 @@
 
 #include "../../src/kernels/convert.hpp"
 #include "../../src/kernels/target_control.hpp"
+#include "pinned_target.hpp"
 #include "ct/core/float16.hpp"
 
 namespace {
@@ -310,13 +311,7 @@ void check_kernels(const ct::settings& s, const std::string& label) {
   }
 }
 
-/// Pins simd dispatch for the scope's lifetime and restores the normal choice afterwards.
-struct pinned_target {
-  explicit pinned_target(std::int64_t t) { k::simd_pin_target(t); }
-  ~pinned_target() { k::simd_pin_target(0); }
-  pinned_target(const pinned_target&) = delete;
-  pinned_target& operator=(const pinned_target&) = delete;
-};
+using ct_test_kernels::pinned_target;
 
 }  // namespace
 

@@ -9,24 +9,14 @@
 #include "accuracy_sweep.hpp"
 #include "kernel_test_util.hpp"
 #include "reduce_checks.hpp"
+#include "pinned_target.hpp"
 
 using namespace ct_test_kernels;
 
 namespace {
 
-/// Pins dispatch for the scope's lifetime and restores the normal choice afterwards.
-struct pinned_target {
-  explicit pinned_target(std::int64_t t) { k::simd_pin_target(t); }
-  ~pinned_target() { k::simd_pin_target(0); }
-  pinned_target(const pinned_target&) = delete;
-  pinned_target& operator=(const pinned_target&) = delete;
-};
-
-const std::vector<ct::settings>& simd_settings() {
-  static const std::vector<ct::settings> v{{ct::backend::simd, ct::fma_policy::fused},
-                                           {ct::backend::simd, ct::fma_policy::separate}};
-  return v;
-}
+using ct_test_kernels::pinned_target;
+using ct_test_kernels::simd_settings;
 
 template <class T>
 void check_muladd_rounding() {
