@@ -8,8 +8,6 @@
 
 namespace ct::detail {
 
-inline std::size_t dtype_size(dtype t) { return dtype_bytes(t); }
-
 // The types instructions compute in (every element type but the 16-bit floats, which compute
 // as float32); a 16-bit float reaching here is an internal error.
 template <class F>

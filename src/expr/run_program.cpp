@@ -45,8 +45,8 @@ void run_program(const program& p, int root, const destination& dest, const char
   // the very same elements, results go to a private buffer copied out after every group.
   bool staged = p.can_throw();
   for (const leaf_info& leaf : p.leaves()) {
-    if (!ranges_overlap(dest.data, dest.min_offset, dest.max_offset, dtype_size(dest.type), leaf.data, leaf.min_offset,
-                        leaf.max_offset, dtype_size(leaf.type)))
+    if (!ranges_overlap(dest.data, dest.min_offset, dest.max_offset, dtype_bytes(dest.type), leaf.data, leaf.min_offset,
+                        leaf.max_offset, dtype_bytes(leaf.type)))
       continue;
     if (!(leaf.data == dest.data && leaf.type == dest.type && leaf.strides == dest.strides)) staged = true;
   }
@@ -62,7 +62,7 @@ void run_program(const program& p, int root, const destination& dest, const char
       if (out_shape[a] == 1) rm[a] = 0;
     index_t count = element_count(out_shape);
     if (injected_allocation_failure()) throw std::bad_alloc();
-    staging.reset(new unsigned char[static_cast<std::size_t>(std::max<index_t>(count, 1)) * dtype_size(dest.type)]);
+    staging.reset(new unsigned char[static_cast<std::size_t>(std::max<index_t>(count, 1)) * dtype_bytes(dest.type)]);
     target = destination{staging.get(), dest.type, rm, 0, count - 1};
   }
   // Staged results are read back right away: no streaming stores into the staging buffer.
@@ -86,7 +86,7 @@ void run_program(const program& p, int root, const destination& dest, const char
   if (staged) {
     // Copy the staged results to the caller's destination, position by position.
     dims src_strides = target.strides, dst_strides = dest.strides;
-    const std::size_t esize = dtype_size(dest.type);
+    const std::size_t esize = dtype_bytes(dest.type);
     const auto* src = staging.get();
     auto* dst = static_cast<unsigned char*>(dest.data);
     for_each_row<2>(out_shape, {dst_strides, src_strides}, [&](auto off, index_t n, auto inner) {

@@ -245,7 +245,7 @@ void resolve_root_stream(plan& pl) {
 // while x*2 went from 3.1 to 2.4 ms and softmax from 9.3 to 7.8).
 void decide_stream(plan& pl, bool may_stream) {
   const geometry& g = pl.geo;
-  const auto esize = static_cast<index_t>(dtype_size(pl.dest.type));
+  const auto esize = static_cast<index_t>(dtype_bytes(pl.dest.type));
   pl.stream = may_stream && !pl.narrow_dest && !pl.column && !pl.root_uniform && light_output_pass(pl) && g.walk.back().strides.back() == 1 &&
               g.groups * g.reduced * esize >= stream_threshold && pl.tile * esize >= stream_min_tile;
   if (pl.stream) resolve_root_stream(pl);

@@ -53,7 +53,7 @@ void plan_pass(plan& pl, int pass) {
   for (int i = n - 1; i >= 0; --i) {
     if (!needed[static_cast<std::size_t>(i)]) continue;
     const std::size_t ui = static_cast<std::size_t>(i);
-    const std::size_t row_bytes = static_cast<std::size_t>(pl.geo.reduced) * dtype_size(code[ui].type);
+    const std::size_t row_bytes = static_cast<std::size_t>(pl.geo.reduced) * dtype_bytes(code[ui].type);
     if (!pl.column && pl.computed_in[ui] >= 0 && code[ui].op != opcode::load &&
         (pl.cache_store_pass[ui] >= 0 || pl.cache_bytes + row_bytes <= row_cache_budget)) {
       if (pl.cache_store_pass[ui] < 0) {
@@ -159,7 +159,7 @@ void plan_pass_steps(plan& pl, std::size_t ps) {
     const auto ui = static_cast<std::size_t>(i);
     if (pl.cache_store_pass[ui] == static_cast<int>(ps)) {
       at = pl.cache_at + pl.cache_offset[ui];
-      step = static_cast<index_t>(dtype_size(code[ui].type));
+      step = static_cast<index_t>(dtype_bytes(code[ui].type));
       return true;
     }
     if (pp.slot[ui] < 0) return false;
@@ -167,7 +167,7 @@ void plan_pass_steps(plan& pl, std::size_t ps) {
     return true;
   };
   for (int i : pp.reused)
-    pp.reuses.push_back({i, pl.cache_at + pl.cache_offset[static_cast<std::size_t>(i)], dtype_size(code[static_cast<std::size_t>(i)].type)});
+    pp.reuses.push_back({i, pl.cache_at + pl.cache_offset[static_cast<std::size_t>(i)], dtype_bytes(code[static_cast<std::size_t>(i)].type)});
   for (int u : pp.uniforms) {
     const instruction& in = code[static_cast<std::size_t>(u)];
     pass_plan::uniform_step us;
@@ -193,7 +193,7 @@ void plan_pass_steps(plan& pl, std::size_t ps) {
           p.leaves()[static_cast<std::size_t>(in.leaf)].type == in.type) {  // 16-bit floats widen first
         st.kind = pass_plan::step::load_in_place;
         st.leaf = in.leaf;
-        st.esize = static_cast<index_t>(dtype_size(p.leaves()[static_cast<std::size_t>(in.leaf)].type));
+        st.esize = static_cast<index_t>(dtype_bytes(p.leaves()[static_cast<std::size_t>(in.leaf)].type));
         st.burst = pp.prefetch[ui] && !pp.streamed[ui];
       }
     } else if (f.kind != direct_op::none && f.kind != direct_op::one_value) {

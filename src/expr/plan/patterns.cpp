@@ -107,7 +107,7 @@ void decide_norm_rows(plan& pl) {
   for (std::size_t k = 0; k + 1 < p1.steps.size(); ++k)
     if (p1.steps[k].kind != step::load_in_place || p1.steps[k].i != ld.i) return;
   const int s2 = p1.reducers[0];
-  const auto esize = static_cast<index_t>(dtype_size(t));
+  const auto esize = static_cast<index_t>(dtype_bytes(t));
   if (sf.kind != step::sub_feeding || sf.a[0] != ld.i || !uniform[at(sf.a[1])] || !sf.has_out || sf.out_step != esize ||
       sf.state != pl.reducer_index[at(s2)] || code[at(s2)].type != t || !pl.float_sum[at(s2)] || code[at(sf.a[1])].type != t)
     return;

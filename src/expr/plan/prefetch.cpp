@@ -57,7 +57,7 @@ void plan_prefetch(plan& pl) {
   // both). Softmax 4096x4096 6.6 -> 6.4 ms, logsumexp 5.5 -> 5.3 ms (medians of 41 calls).
   if (pl.next_group_leaves.empty() || pl.passes.size() < 2 || g.walk.size() != 1) return;
   const leaf_info& first = p.leaves()[static_cast<std::size_t>(pl.next_group_leaves.front())];
-  if (g.reduced * static_cast<index_t>(dtype_size(first.type)) > prefetch_distance)
+  if (g.reduced * static_cast<index_t>(dtype_bytes(first.type)) > prefetch_distance)
     pl.passes[1].prefetch_next = pl.prefetches_next = true;
 }
 
@@ -77,13 +77,13 @@ void plan_kernel_prefetch(plan& pl) {
   const program& p = pl.prog;
   pass_plan& pp = pl.passes[1];
   for (int l : pl.next_group_leaves) {
-    const index_t esize = static_cast<index_t>(dtype_size(p.leaves()[static_cast<std::size_t>(l)].type));
+    const index_t esize = static_cast<index_t>(dtype_bytes(p.leaves()[static_cast<std::size_t>(l)].type));
     for (const pass_plan::step& st : pp.steps) {
       const direct_op& f = pl.direct[static_cast<std::size_t>(st.i)];
       const bool can = (st.kind == pass_plan::step::after_sub && f.after_sub_prefetch != nullptr) ||
                        (st.kind == pass_plan::step::sub_keep && f.keep_after_sub_prefetch != nullptr) ||
                        (st.kind == pass_plan::step::direct && f.kind == direct_op::unary && f.fn_prefetch != nullptr);
-      if (can && static_cast<index_t>(dtype_size(p.code()[static_cast<std::size_t>(st.i)].type)) == esize) {
+      if (can && static_cast<index_t>(dtype_bytes(p.code()[static_cast<std::size_t>(st.i)].type)) == esize) {
         pp.prefetch_by = st.i;
         pp.prefetch_leaf = l;
         break;

@@ -116,7 +116,7 @@ struct column_runner {
 
   void write(const void* src, bool src_scalar, index_t start) {
     const std::size_t d = offsets.size() - 1;
-    const std::size_t esize = dtype_size(pl.dest.type);
+    const std::size_t esize = dtype_bytes(pl.dest.type);
     const index_t stride = pl.geo.k_strides.back()[d];
     auto* dst = static_cast<unsigned char*>(pl.dest.data) + (offsets[d] + start * pl.geo.walk.back().strides[d]) * static_cast<index_t>(esize);
     const auto* s = static_cast<const unsigned char*>(src);

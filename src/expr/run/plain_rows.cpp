@@ -30,7 +30,7 @@ void run_plain(const plan& pl, index_t start, index_t end, runner_workspace& ws)
   const bool streamed = pl.passes[0].streamed[0] != 0;
   const auto bulk = kernels::resolve_sum<T>(streamed, s);
   auto* dest = static_cast<unsigned char*>(pl.dest.data);
-  const std::size_t esize = dtype_size(pl.dest.type);
+  const std::size_t esize = dtype_bytes(pl.dest.type);
   std::vector<index_t>& offsets = ws.offsets;
   offsets.assign(pl.prog.leaves().size() + 1, 0);
   const std::size_t dest_k = offsets.size() - 1;

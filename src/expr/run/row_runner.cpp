@@ -136,7 +136,7 @@ struct group_runner {
   const void* next_row_ahead() const {
     const auto l = static_cast<std::size_t>(pass->prefetch_leaf);
     const leaf_info& leaf = p.leaves()[l];
-    return static_cast<const unsigned char*>(leaf.data) + (next_offsets[l] + tile_pos) * static_cast<index_t>(dtype_size(leaf.type));
+    return static_cast<const unsigned char*>(leaf.data) + (next_offsets[l] + tile_pos) * static_cast<index_t>(dtype_bytes(leaf.type));
   }
 
   // The reducers of the current pass (reducers.hpp), in this callback's states.
@@ -204,7 +204,7 @@ struct group_runner {
     for (int l : pl.next_group_leaves) {
       if (l == pass->prefetch_leaf) continue;  // by pass->prefetch_by's kernel
       const leaf_info& leaf = p.leaves()[static_cast<std::size_t>(l)];
-      const index_t esize = static_cast<index_t>(dtype_size(leaf.type));
+      const index_t esize = static_cast<index_t>(dtype_bytes(leaf.type));
       const auto* at = static_cast<const unsigned char*>(leaf.data) + (next_offsets[static_cast<std::size_t>(l)] + pos) * esize;
       for (index_t b = 0; b < n * esize; b += 64) __builtin_prefetch(at + b);
     }
@@ -269,7 +269,7 @@ struct group_runner {
   // A root of one value per group (a reduction evaluated on its own) goes to the group's
   // destination element once its passes are done.
   void write_uniform_root() {
-    const std::size_t esize = dtype_size(pl.dest.type);
+    const std::size_t esize = dtype_bytes(pl.dest.type);
     unsigned char* d = static_cast<unsigned char*>(pl.dest.data) + offsets.back() * static_cast<index_t>(esize);
     if (pl.narrow_dest) return narrow_values(pl.dest.type, static_cast<const float*>(ptr[static_cast<std::size_t>(pl.root)]), true, d, 1, 1, s);
     std::memcpy(d, ptr[static_cast<std::size_t>(pl.root)], esize);
@@ -318,7 +318,7 @@ struct group_runner {
         reduction_tile(pp, n, 0, 0);
         for (int r : pp.reducers) finish_reducer(r);
       } else if (!pl.root_uniform) {
-        const std::size_t esize = dtype_size(pl.dest.type);
+        const std::size_t esize = dtype_bytes(pl.dest.type);
         unsigned char* d = static_cast<unsigned char*>(pl.dest.data) + offsets[dest_k] * static_cast<index_t>(esize);
         output_tile(pp, n, 0, 0, d, pl.geo.walk.back().strides[dest_k], esize);
       }
@@ -360,7 +360,7 @@ struct group_runner {
         for (int r : pp.reducers) finish_reducer(r);
       } else if (!pl.root_uniform) {
         const index_t dstride = pl.geo.walk.back().strides[dest_k];
-        const std::size_t esize = dtype_size(pl.dest.type);
+        const std::size_t esize = dtype_bytes(pl.dest.type);
         const bool fetch_next = pp.prefetch_next && has_next;
         const bool feed_early = pl.early.reducer >= 0 && has_next;
         if (feed_early) {
