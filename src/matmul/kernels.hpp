@@ -55,6 +55,12 @@ index_t gemm_packed_b_size(index_t k, index_t n, index_t brs, index_t bcs, const
 template <class T>
 void gemm_pack_b(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out, const settings& s);
 
+/// gemm_pack_b<float> of a bfloat16 (bf16 true) or float16 B, given as its bits, widened to
+/// float32 as it is packed: the same packed copy gemm_pack_b<float> makes of the widened B,
+/// without the widened B in memory. Only when gemm_packed_b_size<float> is not 0.
+void gemm_pack_b_widened(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs, float* out,
+                         const settings& s);
+
 /// Rows [r0, r1) of C = A * B. packed_b is the gemm_pack_b copy of this B (or nullptr when
 /// gemm_packed_b_size was 0). Uses its own scratch; never touches other rows of C.
 template <class T>

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "src/kernels/convert.hpp"
 #include "src/matmul/matmul_common.hpp"
 
 #if defined(__clang__)
@@ -103,6 +104,12 @@ void gemm_pack_b(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* 
   if (!use_simd(s)) return;
   if constexpr (std::is_same_v<T, float>) simd_pack_b_f32(k, n, b, brs, bcs, out);
   else if constexpr (std::is_same_v<T, double>) simd_pack_b_f64(k, n, b, brs, bcs, out);
+}
+
+void gemm_pack_b_widened(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs, float* out,
+                         const settings& s) {
+  if (!use_simd(s)) return;
+  simd_pack_b_widened_f32(k, n, b, bf16, brs, bcs, bf16 ? kernels::resolve_widen_bf16(s) : kernels::resolve_widen_f16(s), out);
 }
 
 template <class T>

@@ -72,6 +72,9 @@ index_t simd_packed_b_size_f32(index_t k, index_t n, index_t brs, index_t bcs);
 index_t simd_packed_b_size_f64(index_t k, index_t n, index_t brs, index_t bcs);
 void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out);
 void simd_pack_b_f64(index_t k, index_t n, const double* b, index_t brs, index_t bcs, double* out);
+/// widen: the convert kernel for one contiguous row of n 16-bit values (src/kernels/convert.hpp).
+void simd_pack_b_widened_f32(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs,
+                             void (*widen)(const std::uint16_t*, float*, index_t), float* out);
 bool simd_gemm_rows_f32(const gemm_args<float>& g, const float* packed_b, index_t r0, index_t r1, bool fused);
 bool simd_gemm_rows_f64(const gemm_args<double>& g, const double* packed_b, index_t r0, index_t r1, bool fused);
 bool simd_gemv_rows_f32(index_t k, const float* a, index_t ars, index_t acs, const float* x, index_t xs, float* y,

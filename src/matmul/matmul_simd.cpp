@@ -20,6 +20,7 @@
 #include <cstring>
 #include <utility>
 
+#include "ct/core/float16.hpp"
 #include "src/matmul/matmul_common.hpp"
 
 #if defined(__clang__)
@@ -206,6 +207,35 @@ void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY
         for (index_t j = 0; j < nr; ++j) dst[j] = src[j * bcs];
       }
       for (index_t j = nr; j < NR; ++j) dst[j] = T(0);
+    }
+  }
+}
+
+// pack_b_t of a 16-bit float B widened to float32: each row of B is widened once into a row
+// buffer (by the convert kernel when contiguous), then cut into the panels.
+void pack_b_widened(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs,
+                    void (*widen)(const std::uint16_t*, float*, index_t), float* HWY_RESTRICT out) {
+  using G = geom<float>;
+  constexpr index_t NR = G::NR, L = G::L;
+  const typename G::D d;
+  scratch<float> row(n);
+  float* r = row.get();
+  for (index_t p = 0; p < k; ++p) {
+    const std::uint16_t* src = b + p * brs;
+    if (bcs == 1) {
+      widen(src, r, n);
+    } else {
+      for (index_t j = 0; j < n; ++j) r[j] = bf16 ? bf16_bits_to_float(src[j * bcs]) : f16_bits_to_float(src[j * bcs]);
+    }
+    index_t jr = 0;
+    for (; jr + NR <= n; jr += NR) {
+      float* dst = out + (jr / NR) * k * NR + p * NR;
+      hn::Store(hn::LoadU(d, r + jr), d, dst);
+      hn::Store(hn::LoadU(d, r + jr + L), d, dst + L);
+    }
+    if (jr < n) {
+      float* dst = out + (jr / NR) * k * NR + p * NR;
+      for (index_t j = 0; j < NR; ++j) dst[j] = jr + j < n ? r[jr + j] : 0.0f;
     }
   }
 }
@@ -504,6 +534,10 @@ constexpr bool kCanFuse = HWY_NATIVE_FMA != 0;
     return true;                                                                                             \
   }
 CT_MM_TARGET_FUNCS(float, F32)
+void PackBWidenedF32(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs,
+                     void (*widen)(const std::uint16_t*, float*, index_t), float* out) {
+  pack_b_widened(k, n, b, bf16, brs, bcs, widen, out);
+}
 CT_MM_TARGET_FUNCS(double, F64)
 #undef CT_MM_TARGET_FUNCS
 
@@ -518,6 +552,7 @@ HWY_EXPORT(PackedBSizeF32);
 HWY_EXPORT(PackedBSizeF64);
 HWY_EXPORT(PackBF32);
 HWY_EXPORT(PackBF64);
+HWY_EXPORT(PackBWidenedF32);
 HWY_EXPORT(GemmRowsF32);
 HWY_EXPORT(GemmRowsF64);
 HWY_EXPORT(GemvRowsF32);
@@ -536,6 +571,10 @@ void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t 
 }
 void simd_pack_b_f64(index_t k, index_t n, const double* b, index_t brs, index_t bcs, double* out) {
   HWY_DYNAMIC_DISPATCH(PackBF64)(k, n, b, brs, bcs, out);
+}
+void simd_pack_b_widened_f32(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs,
+                             void (*widen)(const std::uint16_t*, float*, index_t), float* out) {
+  HWY_DYNAMIC_DISPATCH(PackBWidenedF32)(k, n, b, bf16, brs, bcs, widen, out);
 }
 bool simd_gemm_rows_f32(const gemm_args<float>& g, const float* packed_b, index_t r0, index_t r1, bool fused) {
   return HWY_DYNAMIC_DISPATCH(GemmRowsF32)(g, packed_b, r0, r1, fused);

@@ -1,14 +1,19 @@
 // src/matmul/run.cpp — one matmul call: destination checks, input snapshots, packing of B,
 // and the groups scheduled through the bound executor (CONTRACT §4: one output row of a
 // matrix product, one output element of a matrix-vector product, one group for a dot).
-// bfloat16 and float16 products widen their operands to float32, multiply in float32 and
-// round each result element once into the destination.
+// bfloat16 and float16 products multiply in float32 and round each result element once into
+// the destination: a matrix product widens B once before scheduling and A block by block
+// inside each callback (run_narrow_matrix); the vector products widen whole operands.
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ct/ct.hpp"
+#include "src/kernels/convert.hpp"
 #include "src/matmul/kernels.hpp"
+#include "src/matmul/matmul_common.hpp"
 
 namespace ct::detail::mm {
 
@@ -45,8 +50,8 @@ void for_each_batch_piece(index_t start, index_t end, index_t per_batch, F&& f) 
   }
 }
 
-template <class T>
-batch_walker make_walker(const plan& p, const tensor<T>& a, const tensor<T>& b, const tensor<T>& c,
+template <class TA, class TB, class TC>
+batch_walker make_walker(const plan& p, const tensor<TA>& a, const tensor<TB>& b, const tensor<TC>& c,
                          index_t& b_batches) {
   batch_walker w;
   const int r = p.batch.size();
@@ -95,24 +100,50 @@ bool may_overlap(const tensor<T>& x, const tensor<T>& y) {
   return xl < xh && yl < yh && xl < yh && yl < xh;
 }
 
-/// Owns a 64-byte aligned array (packed B copies shared by all callbacks).
+/// A 64-byte aligned array, not initialised (packed B copies shared by all callbacks, which
+/// the packing writes in full; zeroing 4 MiB first cost a page-faulting memset per call).
 template <class T>
 struct aligned_buffer {
-  std::shared_ptr<void> owner;
+  std::unique_ptr<scratch<T>> owner;
   T* data = nullptr;
-  explicit aligned_buffer(index_t count) { owner = allocate_storage<T>(count, &data); }
+  explicit aligned_buffer(index_t count) : owner(std::make_unique<scratch<T>>(count)), data(owner->get()) {}
 };
 
 // Destination checks first: shape, then no elements sharing memory (broadcast or
 // overlapping strides), which would make several groups write the same element.
-template <class T>
-void check_destination(const char* op, const plan& p, const tensor<T>& a, const tensor<T>& b, const tensor<T>& c) {
+template <class T, class U>
+void check_destination(const char* op, const plan& p, const tensor<T>& a, const tensor<T>& b, const tensor<U>& c) {
   if (c.shape() != p.result)
     throw shape_error(std::string("ct::") + op + ": destination of shape " + c.shape().str() +
                       " does not match the result shape " + p.result.str() + " of " + shapes_str(a.shape(), b.shape()));
   if (!elements_distinct(c.shape(), c.strides()))
     throw shape_error(std::string("ct::") + op + ": destination of shape " + c.shape().str() + " and strides " +
                       c.strides().str() + " repeats elements (a broadcast or overlapping view)");
+}
+
+// B panels are packed once, before scheduling, one copy per batch of b's own (none when the
+// kernels read this B in place); afterwards the callbacks only read them.
+template <class T>
+std::vector<aligned_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k, index_t n, index_t b_batches) {
+  const int rb = b.rank();
+  const index_t brs = b.strides()[rb - 2], bcs = b.strides()[rb - 1];
+  const settings caller = current_settings();
+  const index_t packed_size = gemm_packed_b_size<T>(k, n, brs, bcs, caller);
+  std::vector<aligned_buffer<T>> packed;
+  if (packed_size == 0) return packed;
+  packed.reserve(static_cast<std::size_t>(b_batches));
+  // Visit b's own batches: walk b's batch axes row-major.
+  for (index_t f = 0; f < b_batches; ++f) {
+    index_t off = 0, rem = f;
+    for (int i = rb - 3; i >= 0; --i) {
+      const index_t e = b.shape()[i];
+      off += (rem % e) * b.strides()[i];
+      rem /= e;
+    }
+    packed.emplace_back(packed_size);
+    gemm_pack_b<T>(k, n, b.data() + off, brs, bcs, packed.back().data, caller);
+  }
+  return packed;
 }
 
 template <class T>
@@ -175,25 +206,7 @@ void run_typed(const char* op, const plan& p, tensor<T> a, tensor<T> b, const te
   base.bcs = bcs;
   base.crs = c.strides()[rc - 2];
   base.ccs = c.strides()[rc - 1];
-  // B panels are packed once here, before scheduling, and then only read by the callbacks.
-  const settings caller = current_settings();
-  const index_t packed_size = gemm_packed_b_size<T>(k, n, brs, bcs, caller);
-  std::vector<aligned_buffer<T>> packed;
-  if (packed_size > 0) {
-    packed.reserve(static_cast<std::size_t>(b_batches));
-    // Visit b's own batches: walk b's batch axes row-major.
-    const int lb = rb - 2;
-    for (index_t f = 0; f < b_batches; ++f) {
-      index_t off = 0, rem = f;
-      for (int i = lb - 1; i >= 0; --i) {
-        const index_t e = b.shape()[i];
-        off += (rem % e) * b.strides()[i];
-        rem /= e;
-      }
-      packed.emplace_back(packed_size);
-      gemm_pack_b<T>(k, n, pb + off, brs, bcs, packed.back().data, caller);
-    }
-  }
+  const std::vector<aligned_buffer<T>> packed = pack_b_batches(b, k, n, b_batches);
   schedule(op, p.batches * m, [&](index_t start, index_t end) {
     const settings s = current_settings();
     for_each_batch_piece(start, end, m, [&](index_t batch, index_t r0, index_t r1) {
@@ -208,6 +221,109 @@ void run_typed(const char* op, const plan& p, tensor<T> a, tensor<T> b, const te
   });
 }
 
+
+// 16-bit bits <-> float32 rows for the narrow matrix product (src/kernels/convert.hpp).
+template <class T>
+void widen_row(const T* x, index_t stride, float* y, index_t n, const settings& s) {
+  const auto* bits = reinterpret_cast<const std::uint16_t*>(x);
+  if (stride == 1) {
+    if constexpr (std::is_same_v<T, bfloat16>) kernels::widen_bf16(bits, y, n, s);
+    else kernels::widen_f16(bits, y, n, s);
+    return;
+  }
+  for (index_t j = 0; j < n; ++j) y[j] = static_cast<float>(x[j * stride]);
+}
+template <class T>
+void narrow_row(const float* x, T* y, index_t stride, index_t n, const settings& s) {
+  if (stride == 1) {
+    auto* bits = reinterpret_cast<std::uint16_t*>(y);
+    if constexpr (std::is_same_v<T, bfloat16>) kernels::narrow_bf16(x, bits, n, s);
+    else kernels::narrow_f16(x, bits, n, s);
+    return;
+  }
+  for (index_t j = 0; j < n; ++j) y[j * stride] = T(x[j]);
+}
+
+/// Rows of A widened per block inside a callback: as many as keep the block's float32 A and
+/// C near 1 MiB (an L2's worth, so the block's C stays cached across its k blocks), a
+/// multiple of 12 (both targets' micro-kernel heights), 12..240.
+inline index_t narrow_block_rows(index_t k, index_t n) {
+  const index_t per_row = 4 * (k + n);
+  const index_t rows = std::clamp<index_t>((index_t{1} << 20) / std::max<index_t>(per_row, 1), 12, 240);
+  return rows / 12 * 12;
+}
+
+// A matrix product of 16-bit floats, in float32: B widened as it is packed (or, when the
+// kernels read B in place, widened once into a float32 copy), then each callback widens a
+// block of its A rows into its own scratch, runs the float32 kernel on the block into a
+// float32 block of C, and rounds that once into the destination. Every element is the
+// float32 kernel's sequential k sum of the widened operands: the same bits as widening
+// everything first, without widening A, B and C through memory.
+template <class T>
+void run_narrow_matrix(const char* op, const plan& p, tensor<T> a, const tensor<T>& b, const tensor<T>& c) {
+  if (may_overlap(c, a)) a = a.clone();  // workers write c while others still read a
+  const int ra = a.rank(), rb = b.rank(), rc = c.rank();
+  const index_t m = p.m, n = p.n, k = p.k;
+  index_t b_batches = 1;
+  const batch_walker w = make_walker(p, a, b, c, b_batches);
+  const index_t brs = b.strides()[rb - 2], bcs = b.strides()[rb - 1];
+  // One float32 B per batch of b's own: packed panels, or a row-major widened copy.
+  const settings caller = current_settings();
+  const index_t packed_size = gemm_packed_b_size<float>(k, n, n, 1, caller);
+  std::vector<aligned_buffer<float>> wide_b;
+  wide_b.reserve(static_cast<std::size_t>(b_batches));
+  for (index_t f = 0; f < b_batches; ++f) {
+    index_t off = 0, rem = f;
+    for (int i = rb - 3; i >= 0; --i) {
+      const index_t e = b.shape()[i];
+      off += (rem % e) * b.strides()[i];
+      rem /= e;
+    }
+    const T* src = b.data() + off;
+    if (packed_size > 0) {
+      wide_b.emplace_back(packed_size);
+      gemm_pack_b_widened(k, n, reinterpret_cast<const std::uint16_t*>(src), std::is_same_v<T, bfloat16>, brs, bcs,
+                          wide_b.back().data, caller);
+    } else {
+      wide_b.emplace_back(k * n);
+      for (index_t q = 0; q < k; ++q) widen_row(src + q * brs, bcs, wide_b.back().data + q * n, n, caller);
+    }
+  }
+  const index_t ars = a.strides()[ra - 2], acs = a.strides()[ra - 1];
+  const index_t crs = c.strides()[rc - 2], ccs = c.strides()[rc - 1];
+  const index_t block = std::min(m, narrow_block_rows(k, n));
+  const T* const pa = a.data();
+  T* const pc = c.data();
+  schedule(op, p.batches * m, [&](index_t start, index_t end) {
+    const settings s = current_settings();
+    const index_t rows = std::min(block, end - start);
+    scratch<float> ablock(rows * k), cblock(rows * n);  // this callback's own
+    gemm_args<float> g;
+    g.n = n;
+    g.k = k;
+    g.ars = k;
+    g.acs = 1;
+    g.brs = n;
+    g.bcs = 1;
+    g.a = ablock.get();
+    g.c = cblock.get();
+    g.crs = n;
+    g.ccs = 1;
+    for_each_batch_piece(start, end, m, [&](index_t batch, index_t r0, index_t r1) {
+      index_t oa, ob, oc, fb;
+      w.locate(batch, oa, ob, oc, fb);
+      const float* wb = wide_b[static_cast<std::size_t>(fb)].data;
+      g.b = wb;
+      for (index_t i0 = r0; i0 < r1; i0 += rows) {
+        const index_t mb = std::min(rows, r1 - i0);
+        for (index_t i = 0; i < mb; ++i) widen_row(pa + oa + (i0 + i) * ars, acs, ablock.get() + i * k, k, s);
+        g.m = mb;
+        gemm_rows<float>(g, packed_size > 0 ? wb : nullptr, 0, mb, s);
+        for (index_t i = 0; i < mb; ++i) narrow_row(cblock.get() + i * n, pc + oc + (i0 + i) * crs, ccs, n, s);
+      }
+    });
+  });
+}
 
 template <class T>
 T dot_typed(const tensor<T>& x, const tensor<T>& y) {
@@ -225,6 +341,7 @@ void run(const char* op, const plan& p, tensor<T> a, tensor<T> b, const tensor<T
   if constexpr (kind_of_v<T> == dtype_kind::storage_float) {
     check_destination(op, p, a, b, c);
     if (c.size() == 0) return;
+    if (p.kind == product_kind::matrix && p.k > 0) return run_narrow_matrix<T>(op, p, std::move(a), b, c);
     // Widened copies are new tensors, so a destination overlapping an input is safe too.
     const tensor<float> af = eval(cast<float>(a)), bf = eval(cast<float>(b));
     tensor<float> cf(c.shape());

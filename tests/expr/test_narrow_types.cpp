@@ -425,3 +425,47 @@ TEMPLATE_TEST_CASE("16-bit floats: matmul accumulates in float32 and rounds each
   ct::matmul(sq, sq, sq);
   CHECK(ct_test::bitwise_equal(sq, expect));
 }
+
+// Products of two bfloat16 or float16 values are exact in float32 (8 + 8 and 11 + 11
+// significand bits), so a naive loop adding them in float, in k order, and rounding the sum
+// once is the exact expected value under either FMA policy: the blocked product must give it
+// bit for bit — across row blocks, callbacks, a strided A, a strided destination and batches
+// with a broadcast B.
+TEMPLATE_TEST_CASE("16-bit floats: a matrix product is bitwise the float32 k-order sum rounded once", "[narrow][matmul]", bfloat16, float16) {
+  using T = TestType;
+  const index_t batches = 2, m = 530, k = 300, n = 70;
+  const auto a = ct::eval(ct::cast<T>(ct::random_uniform<float>({batches, m, k}, 51, -1.0f, 1.0f)));
+  const auto at = ct::eval(ct::cast<T>(ct::random_uniform<float>({k, m}, 52, -1.0f, 1.0f)));
+  const auto b = ct::eval(ct::cast<T>(ct::random_uniform<float>({k, n}, 53, -1.0f, 1.0f)));
+  const auto av = ct_test::values(a), atv = ct_test::values(at), bv = ct_test::values(b);
+  // expected(i, j) for A element (i, p) at a_at(i, p)
+  const auto expected = [&](auto a_at, index_t i, index_t j) {
+    float acc = 0.0f;
+    for (index_t p = 0; p < k; ++p) acc += static_cast<float>(a_at(i, p)) * static_cast<float>(bv[static_cast<std::size_t>(p * n + j)]);
+    return bits(T(acc));
+  };
+  const auto check_all = [&](const ct::tensor<T>& c, auto a_at) {
+    int wrong = 0;
+    for (index_t i = 0; i < m; ++i)
+      for (index_t j = 0; j < n; ++j) wrong += bits(c(i, j)) != expected(a_at, i, j);
+    return wrong;
+  };
+  const auto batched_a = [&](index_t batch) {
+    return [&, batch](index_t i, index_t p) { return av[static_cast<std::size_t>((batch * m + i) * k + p)]; };
+  };
+  const auto transposed_a = [&](index_t i, index_t p) { return atv[static_cast<std::size_t>(p * m + i)]; };
+
+  ct_test::executor_zoo z;
+  for (auto& [name, exec] : z.all()) {
+    ct::executor_scope scope(exec);
+    INFO(name);
+    const auto c = ct::matmul(a, b);  // [2, m, n], b broadcast over the batch
+    CHECK(check_all(c.slice(0, 0, 1).reshape({m, n}), batched_a(0)) == 0);
+    CHECK(check_all(c.slice(0, 1, 2).reshape({m, n}), batched_a(1)) == 0);
+    auto wide = ct::full<T>({m, 2 * n}, T(5.0f));
+    auto strided = wide.slice(1, 0, 2 * n, 2);  // column stride 2
+    ct::matmul(at.transpose(), b, strided);
+    CHECK(check_all(strided, transposed_a) == 0);
+    CHECK(static_cast<float>(wide(7, 1)) == 5.0f);  // the columns between are not written
+  }
+}
