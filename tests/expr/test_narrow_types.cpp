@@ -469,3 +469,47 @@ TEMPLATE_TEST_CASE("16-bit floats: a matrix product is bitwise the float32 k-ord
     CHECK(static_cast<float>(wide(7, 1)) == 5.0f);  // the columns between are not written
   }
 }
+
+// "Computed in float32, rounded once": a row operation of 16-bit tensors must give bit for bit
+// the float32 operation of the widened tensors (materialised as float32 first, so it runs on
+// float32's own paths), each result rounded once — for one-tile rows (the layer-norm row
+// kernel), multi-tile rows and weights shared by every row.
+TEMPLATE_TEST_CASE("16-bit floats: row operations are the float32 ones of the widened values, rounded once", "[narrow]", bfloat16, float16) {
+  using T = TestType;
+  const ct::settings all[] = {{ct::backend::simd, ct::fma_policy::fused}, {ct::backend::simd, ct::fma_policy::separate},
+                              {ct::backend::scalar, ct::fma_policy::fused}};
+  for (const ct::settings& st : all)
+  for (const index_t cols : {index_t{512}, index_t{1024}, index_t{1037}, index_t{4100}}) {
+    ct::settings_scope scope(st);
+    const index_t rows = 9;
+    INFO("cols " << cols << (st.backend == ct::backend::scalar ? " scalar" : " simd") << (st.fma == ct::fma_policy::fused ? " fused" : " separate"));
+    const auto x = ct::eval(ct::cast<T>(ct::random_uniform<float>({rows, cols}, 61, -4.0f, 4.0f)));
+    const auto w = ct::eval(ct::cast<T>(ct::random_uniform<float>({cols}, 62, 0.5f, 1.5f)));
+    const auto bias = ct::eval(ct::cast<T>(ct::random_uniform<float>({cols}, 63, -1.0f, 1.0f)));
+    const auto xf = ct::eval(ct::cast<float>(x)), wf = ct::eval(ct::cast<float>(w)), bf = ct::eval(ct::cast<float>(bias));
+    const float eps = static_cast<float>(T(1e-5f));
+    const auto same = [&](const ct::tensor<T>& got, const ct::tensor<float>& want) {
+      const auto g = got.contiguous(), f = want.contiguous();
+      int wrong = 0;
+      for (index_t i = 0; i < f.size(); ++i) wrong += bits(g.data()[i]) != bits(T(f.data()[i]));
+      return wrong;
+    };
+    CHECK(same(ct::eval(ct::softmax(x, -1)), ct::eval(ct::softmax(xf, -1))) == 0);
+    CHECK(same(ct::eval(ct::log_softmax(x, -1)), ct::eval(ct::log_softmax(xf, -1))) == 0);
+    CHECK(same(ct::eval(ct::layer_norm(x, -1, T(eps), w, bias)), ct::eval(ct::layer_norm(xf, -1, eps, wf, bf))) == 0);
+    CHECK(same(ct::eval(ct::layer_norm(x, -1, T(eps))), ct::eval(ct::layer_norm(xf, -1, eps))) == 0);
+    CHECK(same(ct::eval(ct::rms_norm(x, -1, T(eps), w)), ct::eval(ct::rms_norm(xf, -1, eps, wf))) == 0);
+    CHECK(same(ct::eval(ct::logsumexp(x, -1)), ct::eval(ct::logsumexp(xf, -1))) == 0);
+    CHECK(same(ct::eval(ct::sum(x, -1)), ct::eval(ct::sum(xf, -1))) == 0);
+    CHECK(same(ct::eval(ct::max(x * w, -1)), ct::eval(ct::max(xf * wf, -1))) == 0);
+    CHECK(same(ct::eval(x - ct::mean(x, -1)), ct::eval(xf - ct::mean(xf, -1))) == 0);
+  }
+  // A result of 16 MiB and more is streamed out (non-temporal stores of the rounded tiles).
+  const auto x = ct::eval(ct::cast<T>(ct::random_uniform<float>({2048, 4096}, 64, -4.0f, 4.0f)));
+  const auto xf = ct::eval(ct::cast<float>(x));
+  const auto ys = ct::eval(ct::softmax(x, -1));
+  const auto yf = ct::eval(ct::softmax(xf, -1));
+  int wrong = 0;
+  for (index_t i = 0; i < ys.size(); ++i) wrong += bits(ys.data()[i]) != bits(T(yf.data()[i]));
+  CHECK(wrong == 0);
+}

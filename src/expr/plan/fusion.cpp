@@ -246,9 +246,12 @@ void resolve_root_stream(plan& pl) {
 void decide_stream(plan& pl, bool may_stream) {
   const geometry& g = pl.geo;
   const auto esize = static_cast<index_t>(dtype_bytes(pl.dest.type));
-  pl.stream = may_stream && !pl.narrow_dest && !pl.column && !pl.root_uniform && light_output_pass(pl) && g.walk.back().strides.back() == 1 &&
-              g.groups * g.reduced * esize >= stream_threshold && pl.tile * esize >= stream_min_tile;
-  if (pl.stream) resolve_root_stream(pl);
+  // A 16-bit destination streams its rounded tiles (narrowed in the runner, then copied out
+  // with non-temporal stores); its tiles are computed in float32, hence the tile test in 4 bytes.
+  const index_t tile_bytes = pl.tile * (pl.narrow_dest ? index_t{4} : esize);
+  pl.stream = may_stream && !pl.column && !pl.root_uniform && light_output_pass(pl) && g.walk.back().strides.back() == 1 &&
+              g.groups * g.reduced * esize >= stream_threshold && tile_bytes >= stream_min_tile;
+  if (pl.stream && !pl.narrow_dest) resolve_root_stream(pl);
 }
 
 }  // namespace

@@ -195,6 +195,12 @@ void plan_pass_steps(plan& pl, std::size_t ps) {
         st.leaf = in.leaf;
         st.esize = static_cast<index_t>(dtype_bytes(p.leaves()[static_cast<std::size_t>(in.leaf)].type));
         st.burst = pp.prefetch[ui] && !pp.streamed[ui];
+      } else if (!pl.uniform[ui] && pl.widen_at[static_cast<std::size_t>(in.leaf)] != plan::npos) {
+        st.kind = pass_plan::step::load_in_place;  // from the row widened as the group started
+        st.widened = true;
+        st.leaf = in.leaf;
+        st.esize = static_cast<index_t>(sizeof(float));
+        st.out_at = pl.cache_at + pl.widen_at[static_cast<std::size_t>(in.leaf)];
       }
     } else if (f.kind != direct_op::none && f.kind != direct_op::one_value) {
       using step = pass_plan::step;
@@ -271,11 +277,39 @@ void plan_pass_steps(plan& pl, std::size_t ps) {
 
 }  // namespace
 
+// Which 16-bit leaves get a widened row (plan::widen_at): read along one contiguous merged
+// axis by a program with reductions (a leaf read by several passes was widened per pass and
+// lost every in-place path; bf16 softmax 4096x4096 10.9 -> see docs/performance.md), while
+// the row fits the row cache budget next to what the passes keep.
+void plan_widened_rows(plan& pl) {
+  const program& p = pl.prog;
+  const geometry& g = pl.geo;
+  pl.widen_at.assign(p.leaves().size(), plan::npos);
+  pl.widen_once.assign(p.leaves().size(), 0);
+  if (pl.column || g.walk.size() != 1 || g.reduced == 0 || pl.passes.size() < 2) return;
+  for (const instruction& in : p.code()) {
+    if (in.op != opcode::load) continue;
+    const auto l = static_cast<std::size_t>(in.leaf);
+    const leaf_info& leaf = p.leaves()[l];
+    const std::size_t row_bytes = static_cast<std::size_t>(g.reduced) * sizeof(float);
+    if (kind_of(leaf.type) != dtype_kind::storage_float || in.type != dtype::f32 || g.walk.back().strides[l] != 1 ||
+        pl.widen_at[l] != plan::npos || pl.cache_bytes + row_bytes > row_cache_budget)
+      continue;
+    bool per_group = false;
+    for (const auto& ks : g.k_strides) per_group = per_group || ks[l] != 0;
+    pl.widen_at[l] = pl.cache_bytes;
+    pl.widen_once[l] = !per_group && !g.k_strides.empty();
+    pl.widened_leaves.push_back(static_cast<int>(l));
+    pl.cache_bytes += (row_bytes + 63) / 64 * 64;
+  }
+}
+
 void plan_passes(plan& pl) {
   assign_passes(pl);
   for (int ps = 0; ps <= pl.reduce_passes; ++ps) plan_pass(pl, ps);
   plan_column_sums(pl);
   index_reducers(pl);
+  plan_widened_rows(pl);
 }
 
 void plan_steps(plan& pl) {

@@ -57,6 +57,7 @@ void decide_early_extreme(plan& pl) {
   if (first == nullptr) return;
   const pass_plan::feed& fd = *first;
   const pass_plan::step& st = pl.passes[0].steps[0];
+  if (st.widened) return;  // the next group's row is not widened yet
   const instruction& r = pl.prog.code()[static_cast<std::size_t>(fd.r)];
   const dtype at = pl.prog.code()[static_cast<std::size_t>(fd.a)].type;
   const auto op = static_cast<reduce_op>(r.sub);
@@ -89,7 +90,7 @@ void decide_norm_rows(plan& pl) {
   const int root = pl.root;
   const auto& uniform = pl.uniform;
   if (!pl.one_tile || pl.passes.size() != 3 || pl.root_uniform || pl.geo.walk.back().strides.back() != 1) return;
-  if (pl.stream && pl.root_stream == nullptr) return;
+  if (pl.stream && pl.root_stream == nullptr && !pl.narrow_dest) return;
   const auto& code = p.code();
   const auto at = [](int i) { return static_cast<std::size_t>(i); };
   const pass_plan &p0 = pl.passes[0], &p1 = pl.passes[1], &p2 = pl.passes[2];
@@ -166,8 +167,9 @@ void decide_norm_rows(plan& pl) {
   } else {
     return;
   }
-  nr.fn = t == dtype::f32 ? reinterpret_cast<void (*)()>(kernels::resolve_norm_row<float>(o, s, pl.stream))
-                          : reinterpret_cast<void (*)()>(kernels::resolve_norm_row<double>(o, s, pl.stream));
+  const bool kernel_streams = pl.stream && !pl.narrow_dest;  // a 16-bit row is streamed once rounded
+  nr.fn = t == dtype::f32 ? reinterpret_cast<void (*)()>(kernels::resolve_norm_row<float>(o, s, kernel_streams))
+                          : reinterpret_cast<void (*)()>(kernels::resolve_norm_row<double>(o, s, kernel_streams));
   if (nr.fn == nullptr) return;
   nr.f64 = t == dtype::f64;
   nr.streamed = p0.streamed[at(ld.i)] != 0;
@@ -176,6 +178,10 @@ void decide_norm_rows(plan& pl) {
   nr.s2 = s2;
   nr.m = sf.a[1];
   nr.d_at = sf.out_at;
+  if (pl.narrow_dest) {  // the kernel writes float32: into the row cache, then rounded
+    nr.y_at = pl.cache_at + pl.cache_bytes;
+    pl.cache_bytes += (static_cast<std::size_t>(pl.geo.reduced) * sizeof(float) + 63) / 64 * 64;
+  }
   pl.norm = nr;
 }
 

@@ -145,10 +145,12 @@ struct pass_plan {
     // direct / scale_then: the tile function (for the root of a streamed result, its variant
     // with non-temporal stores, plan::root_stream)
     void (*fn)() = nullptr;
-    // load_in_place: the operand (leaf), its element size, and whether to prefetch ahead
+    // load_in_place: the operand (leaf), its element size, and whether to prefetch ahead;
+    // widened: a 16-bit leaf read from its widened row at scratch + out_at (plan::widen_at)
     int leaf = 0;
     index_t esize = 0;
     bool burst = false;
+    bool widened = false;
     // The output tile: scratch + out_at (+ tile position * out_step in the row cache).
     bool has_out = false;
     std::size_t out_at = 0;
@@ -197,6 +199,7 @@ struct norm_rows {
   int s1 = -1, s2 = -1;                       // the two sums
   int m = -1, r = -1;                         // the one values the passes subtract and multiply by
   std::size_t d_at = 0;                       // x - m in the row cache
+  std::size_t y_at = 0;                       // a 16-bit destination: the float32 row, rounded once it is done
 };
 
 /// Early extreme (decide_early_extreme): the first pass only feeds one value max (or min) with
@@ -255,6 +258,15 @@ struct plan {
   plan_vector<int> cache_store_pass;  // instruction -> the pass storing it in the row cache (-1: not kept)
   plan_vector<std::size_t> cache_offset;  // instruction -> its row in the row cache
   std::size_t cache_bytes = 0;
+  // 16-bit float leaves read along one contiguous merged axis: each group's row is widened to
+  // float32 once, when the group starts, into the row cache (widen_at: its offset there,
+  // npos for other leaves), and every pass reads it in place from there, so the float32
+  // kernels and fused paths apply unchanged. widen_once: the row is the same for every group
+  // (a weight), widened by a callback's first group only.
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+  plan_vector<std::size_t> widen_at;
+  plan_vector<char> widen_once;
+  plan_vector<int> widened_leaves;
   // The scratch block (build_plan): tile slots of slot_bytes each, then the row cache at
   // cache_at; run/scratch.cpp adds the one-value area and the reducer states.
   std::size_t slot_bytes = 0, cache_at = 0;

@@ -37,7 +37,9 @@ void plan_prefetch(plan& pl) {
     if (pl.column || current_settings().backend != backend::simd) continue;
     for (int i : pp.varying) {
       const instruction& in = code[static_cast<std::size_t>(i)];
-      if (!pp.prefetch[static_cast<std::size_t>(i)] || (in.type != dtype::f32 && in.type != dtype::f64)) continue;
+      if (!pp.prefetch[static_cast<std::size_t>(i)] || (in.type != dtype::f32 && in.type != dtype::f64) ||
+          pl.widen_at[static_cast<std::size_t>(in.leaf)] != plan::npos)  // read from its widened row, in L1
+        continue;
       bool only_reducers = true, read = false;
       for (int j : pp.varying)
         for (int a : all_args(p, code[static_cast<std::size_t>(j)])) only_reducers = only_reducers && a != i;
@@ -56,8 +58,10 @@ void plan_prefetch(plan& pl) {
   // already fetched by the first pass's own prefetch (layer norm 8192x1024 was 5% slower with
   // both). Softmax 4096x4096 6.6 -> 6.4 ms, logsumexp 5.5 -> 5.3 ms (medians of 41 calls).
   if (pl.next_group_leaves.empty() || pl.passes.size() < 2 || g.walk.size() != 1) return;
-  const leaf_info& first = p.leaves()[static_cast<std::size_t>(pl.next_group_leaves.front())];
-  if (g.reduced * static_cast<index_t>(dtype_bytes(first.type)) > prefetch_distance)
+  const auto first = static_cast<std::size_t>(pl.next_group_leaves.front());
+  // A widened row longer than a tile: its first pass reads the widened row, not memory.
+  const bool widened = pl.widen_at[first] != plan::npos && g.reduced > pl.tile;
+  if (widened || g.reduced * static_cast<index_t>(dtype_bytes(p.leaves()[first].type)) > prefetch_distance)
     pl.passes[1].prefetch_next = pl.prefetches_next = true;
 }
 

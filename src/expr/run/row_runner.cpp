@@ -61,6 +61,10 @@ struct group_runner {
   void exec_step(const pass_plan::step& st, index_t n, index_t pos, index_t start, void* out = nullptr) {
     const auto ui = static_cast<std::size_t>(st.i);
     if (st.kind == pass_plan::step::load_in_place) {
+      if (st.widened) {
+        ptr[ui] = scratch + st.out_at + static_cast<std::size_t>(start) * sizeof(float);
+        return;
+      }
       const unsigned char* at = static_cast<const unsigned char*>(p.leaves()[static_cast<std::size_t>(st.leaf)].data) +
                                 (offsets[static_cast<std::size_t>(st.leaf)] + start) * st.esize;
       if (st.burst && !fetched) prefetch_ahead(at, n * st.esize);
@@ -137,6 +141,32 @@ struct group_runner {
     const auto l = static_cast<std::size_t>(pass->prefetch_leaf);
     const leaf_info& leaf = p.leaves()[l];
     return static_cast<const unsigned char*>(leaf.data) + (next_offsets[l] + tile_pos) * static_cast<index_t>(dtype_bytes(leaf.type));
+  }
+
+  // The group's rows of the 16-bit leaves read in place (plan::widen_at), widened to float32
+  // into the row cache tile by tile, each tile's bytes prefetched ahead first (pass 0 then
+  // reads the widened row from L1 and prefetches nothing).
+  kernels::widen_fn widen_bf16 = kernels::resolve_widen_bf16(s), widen_f16 = kernels::resolve_widen_f16(s);
+  bool widened_once = false;  // the widen_once rows are in the row cache
+  bool prefetched_next = false;  // the group's rows were prefetched by the previous group's pass 1
+  void widen_group_rows() {
+    for (int l : pl.widened_leaves) {
+      const auto ul = static_cast<std::size_t>(l);
+      if (pl.widen_once[ul] && widened_once) continue;
+      const leaf_info& leaf = p.leaves()[ul];
+      const auto* x = static_cast<const std::uint16_t*>(leaf.data) + offsets[ul];
+      auto* y = reinterpret_cast<float*>(scratch + pl.cache_at + pl.widen_at[ul]);
+      const bool bf = leaf.type == dtype::bf16;
+      const kernels::widen_fn fn = bf ? widen_bf16 : widen_f16;
+      for (index_t at = 0; at < pl.geo.reduced; at += pl.tile) {
+        const index_t n = std::min(pl.tile, pl.geo.reduced - at);
+        if (!pl.widen_once[ul] && !prefetched_next) prefetch_ahead(reinterpret_cast<const unsigned char*>(x + at), n * 2);
+        if (fn != nullptr) fn(x + at, y + at, n);
+        else if (bf) kernels::widen_bf16(x + at, y + at, n, s);
+        else kernels::widen_f16(x + at, y + at, n, s);
+      }
+    }
+    widened_once = true;
   }
 
   // The reducers of the current pass (reducers.hpp), in this callback's states.
@@ -258,12 +288,21 @@ struct group_runner {
       exec_step(st, n, pos, start, direct ? d : nullptr);
     }
     const unsigned char* r = static_cast<const unsigned char*>(ptr[static_cast<std::size_t>(pl.root)]);
-    if (pl.narrow_dest) return narrow_values(pl.dest.type, reinterpret_cast<const float*>(r), false, d, dstride, n, s);
+    if (pl.narrow_dest) return narrow_out(reinterpret_cast<const float*>(r), d, dstride, n);
     if (r == d) return;
     const std::size_t bytes = static_cast<std::size_t>(n) * esize;
     if (dstride == 1 && pl.stream && (r + bytes <= d || d + bytes <= r)) stream_copy(d, r, bytes);
     else if (dstride == 1) std::memmove(d, r, bytes);
     else for (index_t j = 0; j < n; ++j) std::memcpy(d + j * dstride * static_cast<index_t>(esize), r + static_cast<std::size_t>(j) * esize, esize);
+  }
+
+  // float32 results into a 16-bit destination, rounded once; a streamed result is rounded into
+  // a tile here first and copied out with non-temporal stores (n <= max_tile).
+  alignas(64) std::uint16_t narrowed[max_tile];
+  void narrow_out(const float* r, unsigned char* d, index_t dstride, index_t n) {
+    if (!pl.stream || dstride != 1) return narrow_values(pl.dest.type, r, false, d, dstride, n, s);
+    narrow_values(pl.dest.type, r, false, narrowed, 1, n, s);
+    stream_copy(d, narrowed, static_cast<std::size_t>(n) * sizeof(std::uint16_t));
   }
 
   // A root of one value per group (a reduction evaluated on its own) goes to the group's
@@ -281,15 +320,23 @@ struct group_runner {
   void run_norm_row(index_t g) {
     const norm_rows& nr = pl.norm;
     pl.geo.group_offsets(g, offsets);
+    widen_group_rows();
     const auto leaf = [&](int l) -> const T* {
-      return l < 0 ? nullptr : static_cast<const T*>(p.leaves()[static_cast<std::size_t>(l)].data) + offsets[static_cast<std::size_t>(l)];
+      if (l < 0) return nullptr;
+      const auto ul = static_cast<std::size_t>(l);
+      if (pl.widen_at[ul] != plan::npos) return reinterpret_cast<const T*>(scratch + pl.cache_at + pl.widen_at[ul]);
+      return static_cast<const T*>(p.leaves()[ul].data) + offsets[ul];
     };
-    T* y = static_cast<T*>(pl.dest.data) + offsets.back();
+    T* y = pl.narrow_dest ? reinterpret_cast<T*>(scratch + nr.y_at) : static_cast<T*>(pl.dest.data) + offsets.back();
     run_uniform_steps(pl.passes[0]);
     const T* c = nr.c_one >= 0 ? static_cast<const T*>(ptr[static_cast<std::size_t>(nr.c_one)]) : leaf(nr.c_leaf);
     reinterpret_cast<kernels::norm_row_fn<T>>(nr.fn)(leaf(nr.x_leaf), reinterpret_cast<T*>(scratch + nr.d_at), y,
                                                      leaf(nr.w_leaf), c, pl.tile, nr.streamed, &norm_stage<T>, this,
                                                      states[0].lanes);
+    if (pl.narrow_dest)
+      narrow_out(reinterpret_cast<const float*>(y),
+                 static_cast<unsigned char*>(pl.dest.data) + offsets.back() * static_cast<index_t>(dtype_bytes(pl.dest.type)), 1,
+                 pl.tile);
   }
   // The sum's value as finish_reducer stores it, then the next pass's one values.
   template <class T>
@@ -305,6 +352,7 @@ struct group_runner {
   // prefetched for the next group and no reducer is fed early.
   void run_one_tile(index_t g) {
     pl.geo.group_offsets(g, offsets);
+    widen_group_rows();
     const index_t n = pl.tile;
     const std::size_t dest_k = offsets.size() - 1;
     const std::size_t last = pl.passes.size() - 1;
@@ -331,11 +379,13 @@ struct group_runner {
     if (has_next) std::swap(offsets, next_offsets);  // computed for the prefetch
     else pl.geo.group_offsets(g, offsets);
     fetched = has_next && pl.rows_prefetched;
+    prefetched_next = has_next && pl.prefetches_next;
     has_next = next && pl.prefetches_next;
     if (has_next) {
       next_offsets.resize(offsets.size());
       pl.geo.group_offsets(g + 1, next_offsets);
     }
+    widen_group_rows();
     const std::size_t dest_k = offsets.size() - 1;
     for (std::size_t ps = 0; ps < pl.passes.size(); ++ps) {
       const pass_plan& pp = pl.passes[ps];
