@@ -9,6 +9,8 @@
 #include "ct/core/print.hpp"
 #include "ct/core/random.hpp"
 #include "ct/core/tensor.hpp"
+#include "ct/encoded/encoded_tensor.hpp"
+#include "ct/encoded/format.hpp"
 #include "ct/exec/checked_executor.hpp"
 #include "ct/exec/executor.hpp"
 #include "ct/exec/parallel_for.hpp"

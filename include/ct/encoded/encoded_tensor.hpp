@@ -1,0 +1,65 @@
+// ct/encoded/encoded_tensor.hpp — encoded (quantized) tensors: encode, decode, and views over
+// foreign bytes (a mmapped model file).
+//
+//   ct::encoded_tensor w = ct::encode(weights, ct::formats::q8_0());   // [N, K] floats -> blocks
+//   ct::tensor<float>  f = ct::decode(w);                               // blocks -> [N, K] floats
+//   auto v = ct::encoded_tensor::view(ct::formats::q4_0(), {N, K}, bytes, size);  // never copied
+//
+// Shape [N, K] (or [B, N, K]): rows of K values, K a whole number of the format's blocks; each
+// row is row_bytes(K) bytes and the rows follow each other (row-major, no padding). An owning
+// encoded tensor shares its bytes between copies (like ct::tensor); a view only points at the
+// caller's bytes, never writes them and never assumes their alignment — they must stay valid
+// and unchanged while any copy of the view is used.
+#pragma once
+#include <cstddef>
+#include <memory>
+
+#include "ct/core/dims.hpp"
+#include "ct/core/tensor.hpp"
+#include "ct/encoded/format.hpp"
+
+namespace ct {
+
+class encoded_tensor {
+ public:
+  /// A view of `size_bytes` bytes at `bytes` as an encoded tensor of this format and shape.
+  /// Throws before anything else: shape_error for a rank other than 2 or 3 or a negative
+  /// extent, format_error when the last extent is not a whole number of blocks, shape_error
+  /// when size_bytes is not exactly the shape's byte size (the message gives both), and
+  /// shape_error for a null pointer with a non-zero size.
+  static encoded_tensor view(format f, const dims& shape, const void* bytes, std::size_t size_bytes);
+
+  format fmt() const noexcept { return fmt_; }
+  const dims& shape() const noexcept { return shape_; }
+  int rank() const noexcept { return shape_.size(); }
+  index_t cols() const noexcept { return shape_[shape_.size() - 1]; }  // K
+  index_t rows() const noexcept;                                       // every row of every batch
+  std::size_t row_bytes() const noexcept { return row_bytes_; }
+  std::size_t size_bytes() const noexcept { return row_bytes_ * static_cast<std::size_t>(rows()); }
+  const unsigned char* data() const noexcept { return data_; }
+  const unsigned char* row(index_t r) const noexcept { return data_ + static_cast<std::size_t>(r) * row_bytes_; }
+  /// Whether the bytes belong to this tensor (encode) rather than to the caller (view).
+  bool owns_bytes() const noexcept { return owner_ != nullptr; }
+
+ private:
+  friend encoded_tensor encode(const tensor<float>&, format);
+  encoded_tensor(format f, dims shape, std::size_t row_bytes, std::shared_ptr<unsigned char[]> owner,
+                 const unsigned char* data)
+      : fmt_(f), shape_(std::move(shape)), row_bytes_(row_bytes), owner_(std::move(owner)), data_(data) {}
+  format fmt_;
+  dims shape_;
+  std::size_t row_bytes_ = 0;
+  std::shared_ptr<unsigned char[]> owner_;
+  const unsigned char* data_ = nullptr;
+};
+
+/// Encodes x (rank 2 or 3, any strides) row by row with the format's encoder. Throws before
+/// encoding anything: shape_error for another rank, format_error when the last extent is not a
+/// whole number of blocks. An encoder's error (NaN or infinity in a q8_0 / q4_0 block names the
+/// row and column) propagates, and nothing is returned.
+encoded_tensor encode(const tensor<float>& x, format f);
+
+/// The values an encoded tensor stands for, as a new float tensor of its shape.
+tensor<float> decode(const encoded_tensor& e);
+
+}  // namespace ct

@@ -1,0 +1,83 @@
+// ct/encoded/format.hpp — block formats of encoded (quantized) weights, and their registry.
+//
+// An encoded row of K values is K / block_elements blocks of block_bytes bytes each, laid end
+// to end with no padding (so a row of a GGUF tensor is used as it is). Built in (docs/encoded.md
+// draws each layout): "q8_0", "q4_0" (32-value blocks, byte-identical to ggml's), "bf16" and
+// "f16" (one value per 2-byte block: plain rows of 16-bit floats). A program can register its own
+// block format at run time with an encoder and a decoder; encode and decode then work for it
+// like for the built-ins.
+//
+// Registration is not concurrent with anything else: register formats at start-up, before any
+// thread encodes, decodes or looks formats up (the registry is then only read). Registered
+// formats live until the program ends.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ct/core/error.hpp"
+#include "ct/core/index.hpp"
+
+namespace ct {
+
+/// An unknown format name, a format registered twice or with impossible traits, a row length
+/// that is not a whole number of blocks, or a value a format cannot encode (NaN or infinity in a
+/// scaled block format).
+class format_error : public error {
+ public:
+  using error::error;
+};
+
+/// The traits of one block format: what register_format takes.
+struct block_format {
+  std::string name;          // unique; letters, digits and '_'
+  index_t block_elements = 0;  // values per block (>= 1)
+  index_t block_bytes = 0;     // bytes per block (>= 1)
+  /// Encodes n values (a multiple of block_elements) into n / block_elements blocks at `blocks`
+  /// (no alignment assumed). Must be deterministic: the same values give the same bytes. May
+  /// throw (e.g. format_error for a value it cannot encode); ct then leaves its output unused.
+  void (*encode_row)(const float* x, unsigned char* blocks, index_t n) = nullptr;
+  /// Decodes n values from n / block_elements blocks at `blocks` (no alignment assumed; the
+  /// bytes may be foreign, read-only memory). Must not throw.
+  void (*decode_row)(const unsigned char* blocks, float* y, index_t n) = nullptr;
+};
+
+/// A registered format: a small handle, cheap to copy, valid for the rest of the program.
+class format {
+ public:
+  const std::string& name() const noexcept { return traits_->name; }
+  index_t block_elements() const noexcept { return traits_->block_elements; }
+  index_t block_bytes() const noexcept { return traits_->block_bytes; }
+  const block_format& traits() const noexcept { return *traits_; }
+  /// Bytes of one encoded row of k values; throws format_error when k is not a whole number of
+  /// blocks (the message names the format, k and the block size).
+  std::size_t row_bytes(index_t k) const;
+  friend bool operator==(format a, format b) noexcept { return a.traits_ == b.traits_; }
+
+ private:
+  friend format find_format(std::string_view);
+  friend format register_format(block_format);
+  explicit format(const block_format* t) noexcept : traits_(t) {}
+  const block_format* traits_;
+};
+
+/// The registered format of this name; format_error listing the known names otherwise.
+format find_format(std::string_view name);
+
+/// Registers a new block format and returns it. format_error when the name is taken or empty,
+/// a size is < 1, or a function is missing. Not concurrent with any other ct call (see above).
+format register_format(block_format traits);
+
+/// The names of every registered format, built-ins first, in registration order.
+std::vector<std::string> format_names();
+
+/// The built-in formats.
+namespace formats {
+inline format q8_0() { return find_format("q8_0"); }
+inline format q4_0() { return find_format("q4_0"); }
+inline format bf16() { return find_format("bf16"); }
+inline format f16() { return find_format("f16"); }
+}  // namespace formats
+
+}  // namespace ct

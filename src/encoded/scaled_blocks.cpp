@@ -1,0 +1,127 @@
+// q8_0 and q4_0: 32 values per block and one float16 scale, quantized the way ggml's reference
+// quantizers do (quantize_row_q8_0_ref / quantize_row_q4_0_ref), so a block ct writes is the
+// block ggml writes for the same floats:
+//  * q8_0: d = max|x| / 127, q = round(x / d) half away from zero (roundf), with the division
+//    done as x * (1 / d) in float and d stored rounded to float16 afterwards.
+//  * q4_0: m = the value of largest magnitude (the first one on ties), d = m / -8,
+//    q = min(15, trunc(x * (1 / d) + 8.5)); so m itself encodes as 0 (-8 * d) and the other
+//    side reaches +7 * d.
+// A block of zeros has d = 0 and every q = 0 (q4_0: 8). Decoding multiplies in float.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "ct/core/float16.hpp"
+#include "ct/encoded/format.hpp"
+#include "src/encoded/builtin.hpp"
+
+namespace ct::detail::encoded {
+
+namespace {
+
+void store_half(unsigned char* p, float v) {
+  const std::uint16_t bits = float16(v).bits;
+  p[0] = static_cast<unsigned char>(bits & 0xff);  // little-endian, whatever the host
+  p[1] = static_cast<unsigned char>(bits >> 8);
+}
+
+float load_half(const unsigned char* p) {
+  return f16_bits_to_float(static_cast<std::uint16_t>(p[0] | (p[1] << 8)));
+}
+
+}  // namespace
+
+void require_finite(const char* format, const float* x, index_t n) {
+  for (index_t j = 0; j < n; ++j)
+    if (!std::isfinite(x[j]))
+      throw format_error(std::string(format) + " cannot encode " + (std::isnan(x[j]) ? "NaN" : "an infinity") +
+                         " (column " + std::to_string(j) + "): its blocks scale finite values");
+}
+
+void encode_q8_0(const float* x, unsigned char* blocks, index_t n) {
+  require_finite("q8_0", x, n);
+  for (index_t b = 0; b < n / q8_0_elements; ++b) {
+    const float* v = x + b * q8_0_elements;
+    unsigned char* out = blocks + b * q8_0_bytes;
+    float amax = 0.0f;
+    for (index_t j = 0; j < q8_0_elements; ++j) amax = std::fmax(amax, std::fabs(v[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_half(out, d);
+    for (index_t j = 0; j < q8_0_elements; ++j) {
+      const float q = std::round(v[j] * id);
+      out[2 + j] = static_cast<unsigned char>(static_cast<std::int8_t>(q));
+    }
+  }
+}
+
+void decode_q8_0(const unsigned char* blocks, float* y, index_t n) {
+  for (index_t b = 0; b < n / q8_0_elements; ++b) {
+    const unsigned char* in = blocks + b * q8_0_bytes;
+    const float d = load_half(in);
+    for (index_t j = 0; j < q8_0_elements; ++j)
+      y[b * q8_0_elements + j] = static_cast<float>(static_cast<std::int8_t>(in[2 + j])) * d;
+  }
+}
+
+void encode_q4_0(const float* x, unsigned char* blocks, index_t n) {
+  require_finite("q4_0", x, n);
+  constexpr index_t half = q4_0_elements / 2;
+  for (index_t b = 0; b < n / q4_0_elements; ++b) {
+    const float* v = x + b * q4_0_elements;
+    unsigned char* out = blocks + b * q4_0_bytes;
+    float amax = 0.0f, m = 0.0f;
+    for (index_t j = 0; j < q4_0_elements; ++j)
+      if (amax < std::fabs(v[j])) {
+        amax = std::fabs(v[j]);
+        m = v[j];
+      }
+    const float d = m / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_half(out, d);
+    for (index_t j = 0; j < half; ++j) {
+      // trunc toward zero as a conversion to int8 does; the + 8.5 keeps the argument >= 0.5
+      const int lo = std::min(15, static_cast<int>(static_cast<std::int8_t>(v[j] * id + 8.5f)));
+      const int hi = std::min(15, static_cast<int>(static_cast<std::int8_t>(v[half + j] * id + 8.5f)));
+      out[2 + j] = static_cast<unsigned char>(lo | (hi << 4));
+    }
+  }
+}
+
+void decode_q4_0(const unsigned char* blocks, float* y, index_t n) {
+  constexpr index_t half = q4_0_elements / 2;
+  for (index_t b = 0; b < n / q4_0_elements; ++b) {
+    const unsigned char* in = blocks + b * q4_0_bytes;
+    const float d = load_half(in);
+    float* out = y + b * q4_0_elements;
+    for (index_t j = 0; j < half; ++j) {
+      out[j] = static_cast<float>((in[2 + j] & 0x0f) - 8) * d;
+      out[half + j] = static_cast<float>((in[2 + j] >> 4) - 8) * d;
+    }
+  }
+}
+
+namespace {
+template <class H>
+void encode_halves(const float* x, unsigned char* blocks, index_t n) {
+  for (index_t j = 0; j < n; ++j) {
+    const std::uint16_t bits = H(x[j]).bits;
+    blocks[2 * j] = static_cast<unsigned char>(bits & 0xff);
+    blocks[2 * j + 1] = static_cast<unsigned char>(bits >> 8);
+  }
+}
+template <class H>
+void decode_halves(const unsigned char* blocks, float* y, index_t n) {
+  for (index_t j = 0; j < n; ++j)
+    y[j] = static_cast<float>(H::from_bits(static_cast<std::uint16_t>(blocks[2 * j] | (blocks[2 * j + 1] << 8))));
+}
+}  // namespace
+
+void encode_bf16(const float* x, unsigned char* blocks, index_t n) { encode_halves<bfloat16>(x, blocks, n); }
+void decode_bf16(const unsigned char* blocks, float* y, index_t n) { decode_halves<bfloat16>(blocks, y, n); }
+void encode_f16(const float* x, unsigned char* blocks, index_t n) { encode_halves<float16>(x, blocks, n); }
+void decode_f16(const unsigned char* blocks, float* y, index_t n) { decode_halves<float16>(blocks, y, n); }
+
+}  // namespace ct::detail::encoded
