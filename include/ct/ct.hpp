@@ -11,6 +11,7 @@
 #include "ct/core/tensor.hpp"
 #include "ct/encoded/encoded_tensor.hpp"
 #include "ct/encoded/format.hpp"
+#include "ct/encoded/matmul.hpp"
 #include "ct/exec/checked_executor.hpp"
 #include "ct/exec/executor.hpp"
 #include "ct/exec/parallel_for.hpp"

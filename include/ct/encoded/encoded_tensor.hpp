@@ -40,6 +40,9 @@ class encoded_tensor {
   const unsigned char* row(index_t r) const noexcept { return data_ + static_cast<std::size_t>(r) * row_bytes_; }
   /// Whether the bytes belong to this tensor (encode) rather than to the caller (view).
   bool owns_bytes() const noexcept { return owner_ != nullptr; }
+  /// The transposed operand of ct::matmul(x, w.transpose()) (ct/encoded/matmul.hpp).
+  struct transposed;
+  transposed transpose() const;
 
  private:
   friend encoded_tensor encode(const tensor<float>&, format);
@@ -52,6 +55,12 @@ class encoded_tensor {
   std::shared_ptr<unsigned char[]> owner_;
   const unsigned char* data_ = nullptr;
 };
+
+/// An encoded tensor used as its transpose in a product: [K, N] (or [B, K, N]) for [N, K].
+struct encoded_tensor::transposed {
+  encoded_tensor of;
+};
+inline encoded_tensor::transposed encoded_tensor::transpose() const { return transposed{*this}; }
 
 /// Encodes x (rank 2 or 3, any strides) row by row with the format's encoder. Throws before
 /// encoding anything: shape_error for another rank, format_error when the last extent is not a

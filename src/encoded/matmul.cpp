@@ -1,0 +1,264 @@
+// Products with encoded weights (ct/encoded/matmul.hpp): both operand orders reduce to one
+// description — out(b, n, m) = sum over k of W_b[n, k] * a_bm[k] with strided activation
+// vectors a_bm and a strided destination — which is validated, then scheduled in the contract's
+// groups. Every output element is one function of (weight row, activation vector) in a fixed
+// order, whichever group or callback computes it.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ct/core/float16.hpp"
+#include "ct/encoded/matmul.hpp"
+#include "ct/exec/parallel_for.hpp"
+#include "src/encoded/builtin.hpp"
+#include "src/matmul/kernels.hpp"
+#include "src/matmul/matmul_common.hpp"
+
+namespace ct {
+
+namespace {
+
+struct product {
+  index_t batches = 1, n = 0, m = 1, k = 0;
+  bool vector = false;     // one group per output element (n); else one per output row
+  bool groups_over_n = true;  // matrix groups: rows of n (w·x) or of m (x·wᵀ)
+  bool w_batched = false;  // w has its own batch axis (else the same w for every batch)
+  index_t xb = 0, xm = 0, xk = 0;  // activation strides: batch, vector index, k
+  index_t yb = 0, yn = 0, ym = 0;  // destination strides
+  dims result;
+};
+
+std::string shapes(const dims& w, const dims& x, bool w_first) {
+  return w_first ? "encoded " + w.str() + " and " + x.str() : x.str() + " and encoded " + w.str() + " transposed";
+}
+
+// Shapes -> product (without destination strides). w_first: ct::matmul(w, x); else (x, wᵀ).
+product plan(const char* op, const encoded_tensor& w, const tensor<float>& x, bool w_first) {
+  const dims& ws = w.shape();
+  const dims& xs = x.shape();
+  const bool w3 = ws.size() == 3;
+  const index_t wb = w3 ? ws[0] : 1, n = ws[ws.size() - 2], k = ws[ws.size() - 1];
+  const int xr = x.rank();
+  const auto fail = [&](const std::string& why) {
+    throw shape_error(std::string(op) + ": " + why + " for shapes " + shapes(ws, xs, w_first));
+  };
+  if (xr < 1 || xr > 3) fail("the activation needs rank 1, 2 or 3");
+  product p;
+  p.n = n;
+  p.k = k;
+  p.w_batched = w3;
+  const index_t xk_extent = w_first ? (xr == 1 ? xs[0] : xs[xr - 2]) : xs[xr - 1];
+  if (xk_extent != k) fail("inner dimensions differ (" + std::to_string(k) + " != " + std::to_string(xk_extent) + ")");
+  const index_t xbatch = xr == 3 ? xs[0] : 1;
+  if (xr == 3 && w3 && xbatch != wb) fail("batch dimensions differ");
+  p.batches = xr == 3 ? xbatch : wb;
+  p.vector = xr == 1;
+  p.groups_over_n = w_first;
+  p.xb = xr == 3 ? x.strides()[0] : 0;
+  if (xr == 1) {
+    p.xk = x.strides()[0];
+  } else if (w_first) {  // x [.., K, M]
+    p.m = xs[xr - 1];
+    p.xk = x.strides()[xr - 2];
+    p.xm = x.strides()[xr - 1];
+  } else {  // x [.., M, K]
+    p.m = xs[xr - 2];
+    p.xm = x.strides()[xr - 2];
+    p.xk = x.strides()[xr - 1];
+  }
+  if (w3 || xr == 3) p.result.push_back(p.batches);
+  if (p.vector) {
+    p.result.push_back(n);
+  } else if (w_first) {
+    p.result.push_back(n);
+    p.result.push_back(p.m);
+  } else {
+    p.result.push_back(p.m);
+    p.result.push_back(n);
+  }
+  element_count(p.result);  // throws on overflow
+  return p;
+}
+
+// Address range of a tensor's elements, for the overlap checks.
+void span_of(const tensor<float>& t, std::uintptr_t& lo, std::uintptr_t& hi) {
+  lo = hi = 0;
+  if (t.size() == 0) return;
+  index_t first = 0, last = 0;
+  for (int i = 0; i < t.rank(); ++i) {
+    const index_t d = (t.shape()[i] - 1) * t.strides()[i];
+    (d < 0 ? first : last) += d;
+  }
+  const auto base = reinterpret_cast<std::uintptr_t>(t.data());
+  lo = base + static_cast<std::uintptr_t>(first * 4);
+  hi = base + static_cast<std::uintptr_t>((last + 1) * 4);
+}
+bool ranges_meet(std::uintptr_t al, std::uintptr_t ah, std::uintptr_t bl, std::uintptr_t bh) {
+  return al < ah && bl < bh && al < bh && bl < ah;
+}
+
+float load_half(const unsigned char* p) { return detail::f16_bits_to_float(static_cast<std::uint16_t>(p[0] | (p[1] << 8))); }
+
+// The quantized-mode dot products: per block the exact integer dot of the quants, then
+// acc = muladd(d_w * d_x, isum, acc) in float, block after block.
+template <bool kFused>
+float qdot_q8_0(const unsigned char* w, const unsigned char* a, index_t blocks) {
+  float acc = 0.0f;
+  for (index_t b = 0; b < blocks; ++b, w += 34, a += 34) {
+    std::int32_t isum = 0;
+    for (int j = 0; j < 32; ++j) isum += static_cast<std::int8_t>(w[2 + j]) * static_cast<std::int8_t>(a[2 + j]);
+    acc = detail::mm::muladd<kFused>(load_half(w) * load_half(a), static_cast<float>(isum), acc);
+  }
+  return acc;
+}
+template <bool kFused>
+float qdot_q4_0(const unsigned char* w, const unsigned char* a, index_t blocks) {
+  float acc = 0.0f;
+  for (index_t b = 0; b < blocks; ++b, w += 18, a += 34) {
+    std::int32_t isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      isum += ((w[2 + j] & 0x0f) - 8) * static_cast<std::int8_t>(a[2 + j]);
+      isum += ((w[2 + j] >> 4) - 8) * static_cast<std::int8_t>(a[2 + 16 + j]);
+    }
+    acc = detail::mm::muladd<kFused>(load_half(w) * load_half(a), static_cast<float>(isum), acc);
+  }
+  return acc;
+}
+using qdot_fn = float (*)(const unsigned char*, const unsigned char*, index_t);
+
+void run(const char* op, const product& p, const encoded_tensor& w, tensor<float> x, const tensor<float>& out,
+         encoded_mode mode) {
+  if (out.shape() != p.result)
+    throw shape_error(std::string(op) + ": destination of shape " + out.shape().str() + " does not match the result shape " +
+                      p.result.str());
+  if (!elements_distinct(out.shape(), out.strides()))
+    throw shape_error(std::string(op) + ": destination of shape " + out.shape().str() + " and strides " + out.strides().str() +
+                      " repeats elements (a broadcast or overlapping view)");
+  std::uintptr_t ol, oh, xl, xh;
+  span_of(out, ol, oh);
+  const auto wl = reinterpret_cast<std::uintptr_t>(w.data());
+  if (ranges_meet(ol, oh, wl, wl + w.size_bytes()))
+    throw shape_error(std::string(op) + ": the destination overlaps the encoded weights' bytes");
+  if (out.size() == 0) return;
+  span_of(x, xl, xh);
+  if (ranges_meet(ol, oh, xl, xh)) x = x.clone();  // groups write out while others read x
+
+  // Destination strides of (batch, n, m).
+  product q = p;
+  const int rr = out.rank();
+  const bool has_batch = static_cast<int>(p.result.size()) == (p.vector ? 2 : 3);
+  q.yb = has_batch ? out.strides()[0] : 0;
+  if (p.vector) {
+    q.yn = out.strides()[rr - 1];
+  } else if (p.groups_over_n) {
+    q.yn = out.strides()[rr - 2];
+    q.ym = out.strides()[rr - 1];
+  } else {
+    q.ym = out.strides()[rr - 2];
+    q.yn = out.strides()[rr - 1];
+  }
+  const index_t k = q.k;
+  const std::string& fname = w.fmt().name();
+  const bool quantized = mode == encoded_mode::quantized && k > 0 && (fname == "q8_0" || fname == "q4_0");
+  const float* const xd = x.data();
+  float* const yd = out.data();
+  const index_t x_batches = q.xb != 0 || x.rank() == 3 ? q.batches : 1;
+
+  // Quantized mode: every activation vector as q8_0 blocks, once, before any group runs.
+  std::vector<unsigned char> aq;
+  const std::size_t aq_row = static_cast<std::size_t>(k / 32) * 34;
+  if (quantized) {
+    aq.resize(aq_row * static_cast<std::size_t>(x_batches * q.m));
+    std::vector<float> v(static_cast<std::size_t>(k));
+    for (index_t b = 0; b < x_batches; ++b)
+      for (index_t mi = 0; mi < q.m; ++mi) {
+        const float* src = xd + b * q.xb + mi * q.xm;
+        for (index_t j = 0; j < k; ++j) v[static_cast<std::size_t>(j)] = src[j * q.xk];
+        try {
+          detail::encoded::encode_q8_0(v.data(), aq.data() + static_cast<std::size_t>(b * q.m + mi) * aq_row, k);
+        } catch (const format_error& e) {
+          throw format_error(std::string(op) + ": quantized mode: activation vector " + std::to_string(b * q.m + mi) + ": " +
+                             e.what());
+        }
+      }
+  }
+  const bool fused = current_settings().fma == fma_policy::fused;
+  const qdot_fn qdot = !quantized ? nullptr
+                       : fname == "q8_0" ? (fused ? &qdot_q8_0<true> : &qdot_q8_0<false>)
+                                         : (fused ? &qdot_q4_0<true> : &qdot_q4_0<false>);
+  const index_t blocks = k / 32;
+  const auto wrow = [&](index_t b, index_t ni) { return w.row((q.w_batched ? b : 0) * q.n + ni); };
+
+  // out(b, n, m) from a decoded weight row (exact) or the row's blocks (quantized).
+  const auto element = [&](index_t b, index_t ni, index_t mi, const float* decoded, const settings& s) {
+    const index_t xbatch = x_batches == 1 ? 0 : b;
+    float r;
+    if (quantized)
+      r = qdot(wrow(b, ni), aq.data() + static_cast<std::size_t>(xbatch * q.m + mi) * aq_row, blocks);
+    else
+      r = detail::mm::dot<float>(k, decoded, 1, xd + xbatch * q.xb + mi * q.xm, q.xk, s);
+    yd[b * q.yb + ni * q.yn + mi * q.ym] = r;
+  };
+  const auto decode_into = [&](index_t b, index_t ni, float* row) {
+    w.fmt().traits().decode_row(wrow(b, ni), row, k);
+  };
+
+  if (p.vector || q.groups_over_n) {
+    // Groups (b, n): the weight row decoded once (exact mode), then every m.
+    detail::schedule(op, q.batches * q.n, [&](index_t start, index_t end) {
+      const settings s = current_settings();
+      std::vector<float> row(quantized ? 0 : static_cast<std::size_t>(k));
+      for (index_t g = start; g < end; ++g) {
+        const index_t b = g / q.n, ni = g % q.n;
+        if (!quantized) decode_into(b, ni, row.data());
+        for (index_t mi = 0; mi < q.m; ++mi) element(b, ni, mi, row.data(), s);
+      }
+    });
+    return;
+  }
+  // Groups (b, m) of x·wᵀ: a callback decodes blocks of weight rows into its own scratch and
+  // uses each block for all of its m.
+  const index_t block_rows = quantized ? q.n : std::max<index_t>(1, std::min<index_t>(q.n, (index_t{256} << 10) / std::max<index_t>(4 * k, 1)));
+  detail::schedule(op, q.batches * q.m, [&](index_t start, index_t end) {
+    const settings s = current_settings();
+    std::vector<float> rows(quantized ? 0 : static_cast<std::size_t>(block_rows * k));
+    for (index_t g = start; g < end;) {
+      const index_t b = g / q.m, m0 = g % q.m, m1 = std::min(q.m, m0 + (end - g));
+      for (index_t n0 = 0; n0 < q.n; n0 += block_rows) {
+        const index_t n1 = std::min(q.n, n0 + block_rows);
+        if (!quantized)
+          for (index_t ni = n0; ni < n1; ++ni) decode_into(b, ni, rows.data() + (ni - n0) * k);
+        for (index_t mi = m0; mi < m1; ++mi)
+          for (index_t ni = n0; ni < n1; ++ni) element(b, ni, mi, quantized ? nullptr : rows.data() + (ni - n0) * k, s);
+      }
+      g += m1 - m0;
+    }
+  });
+}
+
+}  // namespace
+
+void matmul(const encoded_tensor& w, const tensor<float>& x, const tensor<float>& out, encoded_mode mode) {
+  const product p = plan("ct::matmul", w, x, true);
+  run("ct::matmul", p, w, x, out, mode);
+}
+tensor<float> matmul(const encoded_tensor& w, const tensor<float>& x, encoded_mode mode) {
+  const product p = plan("ct::matmul", w, x, true);
+  tensor<float> out(p.result);
+  run("ct::matmul", p, w, x, out, mode);
+  return out;
+}
+void matmul(const tensor<float>& x, const encoded_tensor::transposed& wt, const tensor<float>& out, encoded_mode mode) {
+  const product p = plan("ct::matmul", wt.of, x, false);
+  run("ct::matmul", p, wt.of, x, out, mode);
+}
+tensor<float> matmul(const tensor<float>& x, const encoded_tensor::transposed& wt, encoded_mode mode) {
+  const product p = plan("ct::matmul", wt.of, x, false);
+  tensor<float> out(p.result);
+  run("ct::matmul", p, wt.of, x, out, mode);
+  return out;
+}
+
+}  // namespace ct

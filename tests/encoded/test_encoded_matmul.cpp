@@ -1,0 +1,173 @@
+// Products with encoded weights: both modes against double-precision references of the
+// decoded weights within their documented bounds (docs/encoded.md, "Accuracy"), both operand
+// orders, batches, bitwise determinism under every executor, and the errors.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "ct/asio.hpp"
+#include "ct/ct.hpp"
+#include "support/executor_zoo.hpp"
+#include "support/reference.hpp"
+
+using ct::index_t;
+
+namespace {
+
+std::uint32_t bits_of(float v) {
+  std::uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b;
+}
+
+// The activation quantization error bound of one q8_0 block of x (as the format's round trip).
+double block_error(const std::vector<double>& x, index_t b) {
+  double amax = 0;
+  for (index_t j = 32 * b; j < 32 * b + 32; ++j) amax = std::max(amax, std::fabs(x[static_cast<std::size_t>(j)]));
+  return amax * (0.5 / 127 + 0x1p-11);
+}
+
+// Checks y[n] = w_n . x for the decoded weights wd [N, K] against the documented bounds.
+// Returns how many elements fall outside.
+int outside_bounds(const std::vector<double>& wd, index_t n, index_t k, const std::vector<double>& x,
+                   const std::vector<double>& y, bool quantized) {
+  int bad = 0;
+  for (index_t i = 0; i < n; ++i) {
+    double ref = 0, mag = 0, qerr = 0;
+    for (index_t j = 0; j < k; ++j) {
+      const double wv = wd[static_cast<std::size_t>(i * k + j)];
+      ref += wv * x[static_cast<std::size_t>(j)];
+      mag += std::fabs(wv * x[static_cast<std::size_t>(j)]);
+      if (j % 32 == 0 && quantized) {
+        double wabs = 0;
+        for (index_t t = j; t < j + 32; ++t) wabs += std::fabs(wd[static_cast<std::size_t>(i * k + t)]);
+        qerr += wabs * block_error(x, j / 32);
+      }
+    }
+    const double bound = quantized ? qerr * (1 + 0x1p-10) + (static_cast<double>(k) / 32 + 2) * 0x1p-24 * (mag + qerr)
+                                   : static_cast<double>(k) * 0x1p-24 * mag;
+    bad += std::fabs(y[static_cast<std::size_t>(i)] - ref) > bound + 1e-30;
+  }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("encoded matrix-vector products in both modes, within the documented bounds", "[encoded][matmul]") {
+  const index_t n = 45, k = 512;
+  auto wf = ct::random_uniform<float>({n, k}, 71, -1.0f, 1.0f);
+  for (index_t j = 0; j < k; ++j) wf(3, j) = 0.0f;  // a zero row
+  const auto x = ct::random_uniform<float>({k}, 72, -2.0f, 2.0f);
+  const auto xv = ct_test::values(x);
+  for (const char* name : {"q8_0", "q4_0", "bf16", "f16"}) {
+    INFO(name);
+    const auto w = ct::encode(wf, ct::find_format(name));
+    const auto wd = ct_test::values(ct::decode(w));
+    const auto yq = ct_test::values(ct::matmul(w, x));
+    const auto ye = ct_test::values(ct::matmul(w, x, ct::encoded_mode::exact));
+    const bool quantized = std::string(name) == "q8_0" || std::string(name) == "q4_0";
+    CHECK(outside_bounds(wd, n, k, xv, yq, quantized) == 0);
+    CHECK(outside_bounds(wd, n, k, xv, ye, false) == 0);
+    // The bounds are not loose: a quarter of the quantized bound fails somewhere.
+    if (quantized) {
+      int fails = 0;
+      for (index_t i = 0; i < n; ++i) {
+        double ref = 0, qerr = 0;
+        for (index_t j = 0; j < k; ++j) ref += wd[static_cast<std::size_t>(i * k + j)] * xv[static_cast<std::size_t>(j)];
+        for (index_t b = 0; b < k / 32; ++b) {
+          double wabs = 0;
+          for (index_t t = 32 * b; t < 32 * b + 32; ++t) wabs += std::fabs(wd[static_cast<std::size_t>(i * k + t)]);
+          qerr += wabs * block_error(xv, b);
+        }
+        fails += std::fabs(yq[static_cast<std::size_t>(i)] - ref) > qerr / 64;
+      }
+      CHECK(fails > 0);
+    }
+    CHECK(yq[3] == 0.0);
+    CHECK(ye[3] == 0.0);
+  }
+}
+
+TEST_CASE("encoded products: both operand orders, matrices and batches agree element by element", "[encoded][matmul]") {
+  const index_t b = 2, n = 19, k = 96, m = 7;
+  const auto wf = ct::random_uniform<float>({b, n, k}, 81, -1.0f, 1.0f);
+  const auto xm = ct::random_uniform<float>({b, k, m}, 82, -1.0f, 1.0f);
+  const auto xt = ct::eval(ct::cast<float>(xm.permute({0, 2, 1}))).contiguous();  // [b, m, k]
+  for (const char* name : {"q8_0", "q4_0", "f16"})
+    for (ct::encoded_mode mode : {ct::encoded_mode::quantized, ct::encoded_mode::exact}) {
+      INFO(name << (mode == ct::encoded_mode::exact ? " exact" : " quantized"));
+      const auto w = ct::encode(wf, ct::find_format(name));
+      const auto y = ct::matmul(w, xm, mode);                // [b, n, m]
+      const auto yt = ct::matmul(xt, w.transpose(), mode);   // [b, m, n]
+      REQUIRE(y.shape() == ct::dims{b, n, m});
+      REQUIRE(yt.shape() == ct::dims{b, m, n});
+      int differ = 0;
+      for (index_t bi = 0; bi < b; ++bi)
+        for (index_t i = 0; i < n; ++i)
+          for (index_t j = 0; j < m; ++j) {
+            // the same element as a matrix-vector product of that batch's w and column j
+            differ += bits_of(y(bi, i, j)) != bits_of(yt(bi, j, i));
+          }
+      CHECK(differ == 0);
+      const auto w0 = ct::encoded_tensor::view(w.fmt(), {n, k}, w.row(n), static_cast<std::size_t>(n) * w.row_bytes());
+      const auto col = ct::matmul(w0, xm.slice(0, 1, 2).reshape({k, m}).slice(1, 3, 4).reshape({k}), mode);  // batch 1, column 3
+      for (index_t i = 0; i < n; ++i) CHECK(bits_of(col(i)) == bits_of(y(1, i, 3)));
+      // A rank-2 w broadcasts over the activation's batch; a vector activation drops its axis.
+      const auto yb = ct::matmul(w0, xm, mode);
+      CHECK(yb.shape() == ct::dims{b, n, m});
+      CHECK(ct::matmul(w, xm.slice(0, 0, 1).reshape({k, m}).slice(1, 0, 1).reshape({k}), mode).shape() == ct::dims{b, n});
+    }
+}
+
+TEST_CASE("encoded products are bitwise identical under every executor", "[encoded][matmul][executor]") {
+  const index_t n = 130, k = 256, m = 9;
+  const auto wf = ct::random_uniform<float>({n, k}, 91, -1.0f, 1.0f);
+  const auto x = ct::random_uniform<float>({k}, 92, -1.0f, 1.0f);
+  const auto xs = ct::random_uniform<float>({m, k}, 93, -1.0f, 1.0f);
+  for (const char* name : {"q8_0", "q4_0", "bf16"})
+    for (ct::encoded_mode mode : {ct::encoded_mode::quantized, ct::encoded_mode::exact}) {
+      INFO(name);
+      const auto w = ct::encode(wf, ct::find_format(name));
+      const auto y = ct::matmul(w, x, mode);
+      const auto ym = ct::matmul(xs, w.transpose(), mode);
+      const auto yn = ct::matmul(w, xs.transpose(), mode);
+      ct_test::executor_zoo zoo;
+      for (auto& [ename, exec] : zoo.all()) {
+        INFO(ename);
+        ct::executor_scope scope(exec);
+        CHECK(ct_test::bitwise_equal(ct::matmul(w, x, mode), y));
+        CHECK(ct_test::bitwise_equal(ct::matmul(xs, w.transpose(), mode), ym));
+        CHECK(ct_test::bitwise_equal(ct::matmul(w, xs.transpose(), mode), yn));
+      }
+    }
+}
+
+TEST_CASE("encoded products: clear errors before any work, destination untouched", "[encoded][matmul]") {
+  const auto w = ct::encode(ct::random_uniform<float>({8, 64}, 1, -1.0f, 1.0f), ct::formats::q8_0());
+  auto out = ct::full<float>({8}, 5.0f);
+  CHECK_THROWS_WITH(ct::matmul(w, ct::zeros<float>({63})), Catch::Contains("inner dimensions differ") && Catch::Contains("[8, 64]"));
+  CHECK_THROWS_AS(ct::matmul(w, ct::zeros<float>({64}), ct::zeros<float>({9})), ct::shape_error);
+  CHECK_THROWS_AS(ct::matmul(w, ct::zeros<float>({64}), ct::zeros<float>({1}).broadcast_to({8})), ct::shape_error);
+  CHECK_THROWS_AS(ct::matmul(ct::zeros<float>({3, 2, 64}), ct::encode(ct::zeros<float>({2, 8, 64}), ct::formats::q4_0()).transpose()),
+                  ct::shape_error);  // batch 3 against 2
+  auto x = ct::zeros<float>({64});
+  x(10) = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH(ct::matmul(w, x, out), Catch::Contains("quantized mode") && Catch::Contains("NaN"));
+  for (index_t i = 0; i < 8; ++i) CHECK(out(i) == 5.0f);
+  // Exact mode propagates the NaN instead.
+  CHECK(std::isnan(ct::matmul(w, x, ct::encoded_mode::exact)(0)));
+  // A destination over the encoded bytes is refused; an activation overlapping it is copied first.
+  std::vector<unsigned char> bytes(w.data(), w.data() + w.size_bytes());
+  auto fake = ct::wrap(reinterpret_cast<float*>(bytes.data()), {8});
+  const auto v = ct::encoded_tensor::view(w.fmt(), w.shape(), bytes.data(), bytes.size());
+  CHECK_THROWS_WITH(ct::matmul(v, ct::zeros<float>({64}), fake), Catch::Contains("overlaps the encoded"));
+  auto sq = ct::random_uniform<float>({64, 64}, 2, -1.0f, 1.0f);
+  const auto w64 = ct::encode(ct::random_uniform<float>({64, 64}, 3, -1.0f, 1.0f), ct::formats::q4_0());
+  const auto want = ct::matmul(w64, sq);
+  ct::matmul(w64, sq, sq);
+  CHECK(ct_test::bitwise_equal(sq, want));
+}
