@@ -28,3 +28,20 @@ void decode_f16(const unsigned char* blocks, float* y, index_t n);
 void require_finite(const char* format, const float* x, index_t n);
 
 }  // namespace ct::detail::encoded
+
+namespace ct::detail::encoded {
+
+// q4_K / q6_K: ggml's K-quant super-blocks of 256 values (src/encoded/k_blocks.cpp draws them).
+// q4_K: 144 bytes — float16 d, float16 dmin, 12 bytes of 6-bit scales and mins for the eight
+// 32-value sub-blocks, 128 bytes of 4-bit q; value = d * sc * q - dmin * m.
+inline constexpr index_t q4_K_elements = 256, q4_K_bytes = 144;
+void encode_q4_K(const float* x, unsigned char* blocks, index_t n);
+void decode_q4_K(const unsigned char* blocks, float* y, index_t n);
+
+// q6_K: 210 bytes — 128 bytes ql (low 4 bits of q), 64 bytes qh (high 2 bits), 16 int8 scales
+// (one per 16 values), float16 d; value = d * scale * (q - 32).
+inline constexpr index_t q6_K_elements = 256, q6_K_bytes = 210;
+void encode_q6_K(const float* x, unsigned char* blocks, index_t n);
+void decode_q6_K(const unsigned char* blocks, float* y, index_t n);
+
+}  // namespace ct::detail::encoded

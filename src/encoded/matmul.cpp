@@ -13,8 +13,8 @@
 #include "ct/encoded/matmul.hpp"
 #include "ct/exec/parallel_for.hpp"
 #include "src/encoded/builtin.hpp"
+#include "src/encoded/qdot.hpp"
 #include "src/matmul/kernels.hpp"
-#include "src/matmul/matmul_common.hpp"
 
 namespace ct {
 
@@ -99,35 +99,6 @@ bool ranges_meet(std::uintptr_t al, std::uintptr_t ah, std::uintptr_t bl, std::u
   return al < ah && bl < bh && al < bh && bl < ah;
 }
 
-float load_half(const unsigned char* p) { return detail::f16_bits_to_float(static_cast<std::uint16_t>(p[0] | (p[1] << 8))); }
-
-// The quantized-mode dot products: per block the exact integer dot of the quants, then
-// acc = muladd(d_w * d_x, isum, acc) in float, block after block.
-template <bool kFused>
-float qdot_q8_0(const unsigned char* w, const unsigned char* a, index_t blocks) {
-  float acc = 0.0f;
-  for (index_t b = 0; b < blocks; ++b, w += 34, a += 34) {
-    std::int32_t isum = 0;
-    for (int j = 0; j < 32; ++j) isum += static_cast<std::int8_t>(w[2 + j]) * static_cast<std::int8_t>(a[2 + j]);
-    acc = detail::mm::muladd<kFused>(load_half(w) * load_half(a), static_cast<float>(isum), acc);
-  }
-  return acc;
-}
-template <bool kFused>
-float qdot_q4_0(const unsigned char* w, const unsigned char* a, index_t blocks) {
-  float acc = 0.0f;
-  for (index_t b = 0; b < blocks; ++b, w += 18, a += 34) {
-    std::int32_t isum = 0;
-    for (int j = 0; j < 16; ++j) {
-      isum += ((w[2 + j] & 0x0f) - 8) * static_cast<std::int8_t>(a[2 + j]);
-      isum += ((w[2 + j] >> 4) - 8) * static_cast<std::int8_t>(a[2 + 16 + j]);
-    }
-    acc = detail::mm::muladd<kFused>(load_half(w) * load_half(a), static_cast<float>(isum), acc);
-  }
-  return acc;
-}
-using qdot_fn = float (*)(const unsigned char*, const unsigned char*, index_t);
-
 void run(const char* op, const product& p, const encoded_tensor& w, tensor<float> x, const tensor<float>& out,
          encoded_mode mode) {
   if (out.shape() != p.result)
@@ -166,29 +137,36 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   float* const yd = out.data();
   const index_t x_batches = q.xb != 0 || x.rank() == 3 ? q.batches : 1;
 
-  // Quantized mode: every activation vector as q8_0 blocks, once, before any group runs.
-  std::vector<unsigned char> aq;
-  const std::size_t aq_row = static_cast<std::size_t>(k / 32) * 34;
+  // Quantized mode: every activation vector as q8_0 blocks, once, before any group runs, kept
+  // as K int8 quants and K/32 widened float16 scales (qdot.hpp).
+  const index_t blocks = k / 32;
+  std::vector<std::int8_t> aq;
+  std::vector<float> ad;
   if (quantized) {
-    aq.resize(aq_row * static_cast<std::size_t>(x_batches * q.m));
+    const index_t vectors = x_batches * q.m;
+    aq.resize(static_cast<std::size_t>(vectors * k));
+    ad.resize(static_cast<std::size_t>(vectors * blocks));
     std::vector<float> v(static_cast<std::size_t>(k));
+    std::vector<unsigned char> enc(static_cast<std::size_t>(blocks) * 34);
     for (index_t b = 0; b < x_batches; ++b)
       for (index_t mi = 0; mi < q.m; ++mi) {
         const float* src = xd + b * q.xb + mi * q.xm;
         for (index_t j = 0; j < k; ++j) v[static_cast<std::size_t>(j)] = src[j * q.xk];
         try {
-          detail::encoded::encode_q8_0(v.data(), aq.data() + static_cast<std::size_t>(b * q.m + mi) * aq_row, k);
+          detail::encoded::encode_q8_0(v.data(), enc.data(), k);
         } catch (const format_error& e) {
           throw format_error(std::string(op) + ": quantized mode: activation vector " + std::to_string(b * q.m + mi) + ": " +
                              e.what());
         }
+        const index_t at = b * q.m + mi;
+        for (index_t blk = 0; blk < blocks; ++blk) {
+          const unsigned char* e = enc.data() + blk * 34;
+          ad[static_cast<std::size_t>(at * blocks + blk)] = detail::f16_bits_to_float(static_cast<std::uint16_t>(e[0] | (e[1] << 8)));
+          std::memcpy(aq.data() + at * k + blk * 32, e + 2, 32);
+        }
       }
   }
-  const bool fused = current_settings().fma == fma_policy::fused;
-  const qdot_fn qdot = !quantized ? nullptr
-                       : fname == "q8_0" ? (fused ? &qdot_q8_0<true> : &qdot_q8_0<false>)
-                                         : (fused ? &qdot_q4_0<true> : &qdot_q4_0<false>);
-  const index_t blocks = k / 32;
+  const detail::encoded::qdot_fn qdot = quantized ? detail::encoded::resolve_qdot(fname, current_settings()) : nullptr;
   const auto wrow = [&](index_t b, index_t ni) { return w.row((q.w_batched ? b : 0) * q.n + ni); };
 
   // out(b, n, m) from a decoded weight row (exact) or the row's blocks (quantized).
@@ -196,7 +174,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     const index_t xbatch = x_batches == 1 ? 0 : b;
     float r;
     if (quantized)
-      r = qdot(wrow(b, ni), aq.data() + static_cast<std::size_t>(xbatch * q.m + mi) * aq_row, blocks);
+      r = qdot(wrow(b, ni), aq.data() + (xbatch * q.m + mi) * k, ad.data() + (xbatch * q.m + mi) * blocks, blocks);
     else
       r = detail::mm::dot<float>(k, decoded, 1, xd + xbatch * q.xb + mi * q.xm, q.xk, s);
     yd[b * q.yb + ni * q.yn + mi * q.ym] = r;

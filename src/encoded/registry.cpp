@@ -20,6 +20,8 @@ std::deque<block_format>& registry() {
     b.push_back({"q4_0", q4_0_elements, q4_0_bytes, &encode_q4_0, &decode_q4_0});
     b.push_back({"bf16", 1, 2, &encode_bf16, &decode_bf16});
     b.push_back({"f16", 1, 2, &encode_f16, &decode_f16});
+    b.push_back({"q4_K", q4_K_elements, q4_K_bytes, &encode_q4_K, &decode_q4_K});
+    b.push_back({"q6_K", q6_K_elements, q6_K_bytes, &encode_q6_K, &decode_q6_K});
     return b;
   }();
   return r;

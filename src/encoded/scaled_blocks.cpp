@@ -8,6 +8,8 @@
 //    side reaches +7 * d.
 // A block of zeros has d = 0 and every q = 0 (q4_0: 8). Decoding multiplies in float.
 #include <algorithm>
+#include <bit>
+#include <type_traits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,7 +17,9 @@
 
 #include "ct/core/float16.hpp"
 #include "ct/encoded/format.hpp"
+#include "ct/exec/settings.hpp"
 #include "src/encoded/builtin.hpp"
+#include "src/kernels/convert.hpp"
 
 namespace ct::detail::encoded {
 
@@ -114,6 +118,16 @@ void encode_halves(const float* x, unsigned char* blocks, index_t n) {
 }
 template <class H>
 void decode_halves(const unsigned char* blocks, float* y, index_t n) {
+  // Little-endian 16-bit values at an even address are the convert kernels' input as they lie
+  // (bitwise the scalar conversions, src/kernels/convert.hpp); anything else goes byte by byte.
+  if constexpr (std::endian::native == std::endian::little) {
+    if (reinterpret_cast<std::uintptr_t>(blocks) % alignof(std::uint16_t) == 0) {
+      const auto* bits = reinterpret_cast<const std::uint16_t*>(blocks);
+      if constexpr (std::is_same_v<H, bfloat16>) kernels::widen_bf16(bits, y, n, current_settings());
+      else kernels::widen_f16(bits, y, n, current_settings());
+      return;
+    }
+  }
   for (index_t j = 0; j < n; ++j)
     y[j] = static_cast<float>(H::from_bits(static_cast<std::uint16_t>(blocks[2 * j] | (blocks[2 * j + 1] << 8))));
 }

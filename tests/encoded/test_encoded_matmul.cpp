@@ -171,3 +171,39 @@ TEST_CASE("encoded products: clear errors before any work, destination untouched
   ct::matmul(w64, sq, sq);
   CHECK(ct_test::bitwise_equal(sq, want));
 }
+
+TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for any block bytes", "[encoded][matmul]") {
+  // Foreign blocks: every int8 quant (-128 included), every nibble, random float16 scales
+  // (subnormal ones too); 21 blocks per row (a group of 16 and a tail of 5).
+  const index_t n = 23, k = 21 * 32;
+  std::uint64_t state = 12345;
+  const auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::uint32_t>(state >> 33);
+  };
+  for (const char* name : {"q8_0", "q4_0"}) {
+    INFO(name);
+    const ct::format f = ct::find_format(name);
+    std::vector<unsigned char> bytes(static_cast<std::size_t>(n) * f.row_bytes(k));
+    for (auto& c : bytes) c = static_cast<unsigned char>(next());
+    for (std::size_t b = 0; b < bytes.size(); b += static_cast<std::size_t>(f.block_bytes())) {
+      const std::uint16_t scale = static_cast<std::uint16_t>(next() % 0x7800);  // finite, either sign below
+      bytes[b] = static_cast<unsigned char>(scale & 0xff);
+      bytes[b + 1] = static_cast<unsigned char>((scale >> 8) | (next() % 2 ? 0x80 : 0));
+    }
+    const auto w = ct::encoded_tensor::view(f, {n, k}, bytes.data(), bytes.size());
+    const auto x = ct::random_uniform<float>({k}, 7, -3.0f, 3.0f);
+    const auto xm = ct::random_uniform<float>({k, 5}, 8, -3.0f, 3.0f);
+    for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+      ct::tensor<float> ys, yms;
+      {
+        ct::settings_scope s({ct::backend::scalar, p});
+        ys = ct::matmul(w, x);
+        yms = ct::matmul(w, xm);
+      }
+      ct::settings_scope s({ct::backend::simd, p});
+      CHECK(ct_test::bitwise_equal(ct::matmul(w, x), ys));
+      CHECK(ct_test::bitwise_equal(ct::matmul(w, xm), yms));
+    }
+  }
+}
