@@ -28,7 +28,7 @@ void scalar_max(extreme_state<T>& st, const T* x, index_t n, index_t first_index
 template <class T>
 void scalar_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index);
 
-// ---- simd half (Highway, runtime dispatch; src/kernels/simd_elementwise.cpp, simd_reduce.cpp)
+// ---- simd half (Highway, runtime dispatch; src/kernels/simd_elementwise.cpp, simd_fused.cpp, simd_reduce.cpp)
 // Plain overloads rather than templates: each file defines them next to its dispatch tables.
 #define CT_KERNELS_DECLARE_SIMD(T)                                                                         \
   void simd_unary(unary_op op, const T* x, T* y, index_t n, bool fused);                                 \

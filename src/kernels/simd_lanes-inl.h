@@ -1,6 +1,6 @@
 // src/kernels/simd_lanes-inl.h — the lane-wise sum and product of whole 32-element rounds,
 // shared by the reduction kernels (simd_reduce.cpp) and the kernels that feed a sum while
-// computing something else (simd_elementwise.cpp), so both run literally the same loop.
+// computing something else (simd_fused.cpp), so both run literally the same loop.
 #if defined(CT_KERNELS_SIMD_LANES_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef CT_KERNELS_SIMD_LANES_INL_H_
 #undef CT_KERNELS_SIMD_LANES_INL_H_
