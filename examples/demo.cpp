@@ -2,6 +2,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <vector>
 #include <cstdio>
@@ -90,6 +91,34 @@ int main() {
   // 4. Matmul through the same executor machinery.
   auto a = ct::random_normal<float>({256, 256}, 3), m = ct::random_normal<float>({256, 256}, 4);
   double t_mm = median_ms([&] { ct::matmul(a, m); });
-  std::printf("matmul 256^3 f32: %.3f ms (%.1f GFLOP/s, 1 thread)\n", t_mm, 2.0 * 256 * 256 * 256 / t_mm / 1e6);
+  std::printf("matmul 256^3 f32: %.3f ms (%.1f GFLOP/s, 1 thread)\n\n", t_mm, 2.0 * 256 * 256 * 256 / t_mm / 1e6);
+
+  // 5. Encoded (quantized) weights: a 4096x4096 matrix-vector product, the hot loop of token
+  // generation, with q8_0 and q4_0 weights under an Asio pool (docs/encoded.md).
+  const auto wf = ct::random_normal<float>({4096, 4096}, 5);
+  const auto xv = ct::random_normal<float>({4096}, 6);
+  const auto exact = ct::matmul(wf, xv);
+  boost::asio::thread_pool qpool(1);
+  std::printf("%-34s %9s %10s %10s %12s\n", "gemv 4096x4096, encoded weights", "bytes", "1 thread", "2 workers", "max rel err");
+  for (const char* name : {"q8_0", "q4_0"}) {
+    const auto w = ct::encode(wf, ct::find_format(name));
+    auto y = ct::matmul(w, xv);
+    const double t1 = median_ms([&] { ct::matmul(w, xv, y); });
+    const auto y1 = y.clone();
+    double t2;
+    {
+      ct::executor_scope scope(ct::asio_executor(qpool, 2));
+      t2 = median_ms([&] { ct::matmul(w, xv, y); });
+    }
+    double err = 0, scale = 0;
+    for (ct::index_t i = 0; i < 4096; ++i) {
+      err = std::max(err, static_cast<double>(std::fabs(y(i) - exact(i))));
+      scale = std::max(scale, static_cast<double>(std::fabs(exact(i))));
+    }
+    const double mb = static_cast<double>(w.size_bytes()) / 1e6;
+    std::printf("%-34s %6.1f MB %7.3f ms %7.3f ms %12.2e   %.1f / %.1f GB/s, 2 workers bitwise equal: %s\n", name, mb, t1, t2,
+                err / scale, mb / t1, mb / t2, same_bits(y, y1) ? "yes" : "NO");
+  }
+  qpool.join();
   return 0;
 }
