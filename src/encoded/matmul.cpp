@@ -14,6 +14,7 @@
 #include "ct/exec/parallel_for.hpp"
 #include "src/encoded/builtin.hpp"
 #include "src/encoded/qdot.hpp"
+#include "src/matmul/byte_span.hpp"
 #include "src/matmul/kernels.hpp"
 
 namespace ct {
@@ -82,23 +83,6 @@ product plan(const char* op, const encoded_tensor& w, const tensor<float>& x, bo
   return p;
 }
 
-// Address range of a tensor's elements, for the overlap checks.
-void span_of(const tensor<float>& t, std::uintptr_t& lo, std::uintptr_t& hi) {
-  lo = hi = 0;
-  if (t.size() == 0) return;
-  index_t first = 0, last = 0;
-  for (int i = 0; i < t.rank(); ++i) {
-    const index_t d = (t.shape()[i] - 1) * t.strides()[i];
-    (d < 0 ? first : last) += d;
-  }
-  const auto base = reinterpret_cast<std::uintptr_t>(t.data());
-  lo = base + static_cast<std::uintptr_t>(first * 4);
-  hi = base + static_cast<std::uintptr_t>((last + 1) * 4);
-}
-bool ranges_meet(std::uintptr_t al, std::uintptr_t ah, std::uintptr_t bl, std::uintptr_t bh) {
-  return al < ah && bl < bh && al < bh && bl < ah;
-}
-
 void run(const char* op, const product& p, const encoded_tensor& w, tensor<float> x, const tensor<float>& out,
          encoded_mode mode) {
   if (out.shape() != p.result)
@@ -108,13 +92,13 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     throw shape_error(std::string(op) + ": destination of shape " + out.shape().str() + " and strides " + out.strides().str() +
                       " repeats elements (a broadcast or overlapping view)");
   std::uintptr_t ol, oh, xl, xh;
-  span_of(out, ol, oh);
+  detail::mm::byte_span(out, ol, oh);
   const auto wl = reinterpret_cast<std::uintptr_t>(w.data());
-  if (ranges_meet(ol, oh, wl, wl + w.size_bytes()))
+  if (detail::mm::ranges_meet(ol, oh, wl, wl + w.size_bytes()))
     throw shape_error(std::string(op) + ": the destination overlaps the encoded weights' bytes");
   if (out.size() == 0) return;
-  span_of(x, xl, xh);
-  if (ranges_meet(ol, oh, xl, xh)) x = x.clone();  // groups write out while others read x
+  detail::mm::byte_span(x, xl, xh);
+  if (detail::mm::ranges_meet(ol, oh, xl, xh)) x = x.clone();  // groups write out while others read x
 
   // Destination strides of (batch, n, m).
   product q = p;

@@ -12,6 +12,7 @@
 
 #include "ct/ct.hpp"
 #include "src/kernels/convert.hpp"
+#include "src/matmul/byte_span.hpp"
 #include "src/matmul/kernels.hpp"
 #include "src/matmul/matmul_common.hpp"
 
@@ -76,30 +77,6 @@ batch_walker make_walker(const plan& p, const tensor<TA>& a, const tensor<TB>& b
   return w;
 }
 
-/// Address range [lo, hi) a tensor's elements occupy (empty for empty tensors).
-template <class T>
-void byte_span(const tensor<T>& t, std::uintptr_t& lo, std::uintptr_t& hi) {
-  lo = hi = 0;
-  if (t.size() == 0) return;
-  index_t first = 0, last = 0;
-  for (int i = 0; i < t.rank(); ++i) {
-    const index_t d = (t.shape()[i] - 1) * t.strides()[i];
-    (d < 0 ? first : last) += d;
-  }
-  const auto base = reinterpret_cast<std::uintptr_t>(t.data());
-  lo = base + static_cast<std::uintptr_t>(first * static_cast<index_t>(sizeof(T)));
-  hi = base + static_cast<std::uintptr_t>((last + 1) * static_cast<index_t>(sizeof(T)));
-}
-
-/// Conservative overlap test: the address ranges intersect.
-template <class T>
-bool may_overlap(const tensor<T>& x, const tensor<T>& y) {
-  std::uintptr_t xl, xh, yl, yh;
-  byte_span(x, xl, xh);
-  byte_span(y, yl, yh);
-  return xl < xh && yl < yh && xl < yh && yl < xh;
-}
-
 /// A 64-byte aligned array, not initialised (packed B copies shared by all callbacks, which
 /// the packing writes in full; zeroing 4 MiB first cost a page-faulting memset per call).
 template <class T>
@@ -121,6 +98,18 @@ void check_destination(const char* op, const plan& p, const tensor<T>& a, const 
                       c.strides().str() + " repeats elements (a broadcast or overlapping view)");
 }
 
+/// The element offset of batch f of b's own batch axes (row-major over all but the last two).
+template <class T>
+index_t own_batch_offset(const tensor<T>& b, index_t f) {
+  index_t off = 0;
+  for (int i = b.rank() - 3; i >= 0; --i) {
+    const index_t e = b.shape()[i];
+    off += (f % e) * b.strides()[i];
+    f /= e;
+  }
+  return off;
+}
+
 // B panels are packed once, before scheduling, one copy per batch of b's own (none when the
 // kernels read this B in place); afterwards the callbacks only read them.
 template <class T>
@@ -132,16 +121,9 @@ std::vector<aligned_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k, ind
   std::vector<aligned_buffer<T>> packed;
   if (packed_size == 0) return packed;
   packed.reserve(static_cast<std::size_t>(b_batches));
-  // Visit b's own batches: walk b's batch axes row-major.
   for (index_t f = 0; f < b_batches; ++f) {
-    index_t off = 0, rem = f;
-    for (int i = rb - 3; i >= 0; --i) {
-      const index_t e = b.shape()[i];
-      off += (rem % e) * b.strides()[i];
-      rem /= e;
-    }
     packed.emplace_back(packed_size);
-    gemm_pack_b<T>(k, n, b.data() + off, brs, bcs, packed.back().data, caller);
+    gemm_pack_b<T>(k, n, b.data() + own_batch_offset(b, f), brs, bcs, packed.back().data, caller);
   }
   return packed;
 }
@@ -273,13 +255,7 @@ void run_narrow_matrix(const char* op, const plan& p, tensor<T> a, const tensor<
   std::vector<aligned_buffer<float>> wide_b;
   wide_b.reserve(static_cast<std::size_t>(b_batches));
   for (index_t f = 0; f < b_batches; ++f) {
-    index_t off = 0, rem = f;
-    for (int i = rb - 3; i >= 0; --i) {
-      const index_t e = b.shape()[i];
-      off += (rem % e) * b.strides()[i];
-      rem /= e;
-    }
-    const T* src = b.data() + off;
+    const T* src = b.data() + own_batch_offset(b, f);
     if (packed_size > 0) {
       wide_b.emplace_back(packed_size);
       gemm_pack_b_widened(k, n, reinterpret_cast<const std::uint16_t*>(src), std::is_same_v<T, bfloat16>, brs, bcs,

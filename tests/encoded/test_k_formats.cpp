@@ -10,18 +10,14 @@
 #include <vector>
 
 #include "ct/ct.hpp"
+#include "encoded/helpers.hpp"
 
 using ct::index_t;
 
 namespace {
 
-std::vector<unsigned char> bytes_of(const ct::encoded_tensor& e) {
-  return std::vector<unsigned char>(e.data(), e.data() + e.size_bytes());
-}
-
-ct::tensor<float> row_of(const std::vector<float>& v) {
-  return ct::from_vector<float>(v).reshape({1, static_cast<index_t>(v.size())});
-}
+using ct_test::bytes_of;
+using ct_test::row_of;
 
 unsigned char byte_of(int v) { return static_cast<unsigned char>(static_cast<std::int8_t>(v)); }
 

@@ -489,7 +489,8 @@ TEMPLATE_TEST_CASE("16-bit floats: row operations are the float32 ones of the wi
     const auto xf = ct::eval(ct::cast<float>(x)), wf = ct::eval(ct::cast<float>(w)), bf = ct::eval(ct::cast<float>(bias));
     const float eps = static_cast<float>(T(1e-5f));
     const auto same = [&](const ct::tensor<T>& got, const ct::tensor<float>& want) {
-      const auto g = got.contiguous(), f = want.contiguous();
+      const auto g = got.contiguous();
+      const auto f = want.contiguous();
       int wrong = 0;
       for (index_t i = 0; i < f.size(); ++i) wrong += bits(g.data()[i]) != bits(T(f.data()[i]));
       return wrong;
