@@ -2,6 +2,9 @@
 // Each follows the block_format contract of ct/encoded/format.hpp; the layouts are drawn in
 // docs/encoded.md.
 #pragma once
+#include <cstdint>
+
+#include "ct/core/float16.hpp"
 #include "ct/core/index.hpp"
 
 namespace ct::detail::encoded {
@@ -22,6 +25,16 @@ void encode_bf16(const float* x, unsigned char* blocks, index_t n);
 void decode_bf16(const unsigned char* blocks, float* y, index_t n);
 void encode_f16(const float* x, unsigned char* blocks, index_t n);
 void decode_f16(const unsigned char* blocks, float* y, index_t n);
+
+/// The little-endian 16-bit pattern at p (block bytes have no alignment and a fixed byte
+/// order, whatever the host's), and storing one.
+inline std::uint16_t load_u16_le(const unsigned char* p) noexcept { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
+inline void store_u16_le(unsigned char* p, std::uint16_t bits) noexcept {
+  p[0] = static_cast<unsigned char>(bits & 0xff);
+  p[1] = static_cast<unsigned char>(bits >> 8);
+}
+/// A block's float16 scale at p, widened (exactly).
+inline float load_f16_le(const unsigned char* p) noexcept { return f16_bits_to_float(load_u16_le(p)); }
 
 /// Throws format_error naming the format and the column when x[j] is NaN or infinite (a scaled
 /// block has no encoding for it).

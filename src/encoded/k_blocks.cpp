@@ -47,13 +47,6 @@ namespace {
 constexpr int sub_blocks = 8, sub_elements = 32;  // q4_K
 constexpr int groups = 16, group_elements = 16;   // q6_K
 
-void put_half(unsigned char* p, float16 h) {
-  p[0] = static_cast<unsigned char>(h.bits & 0xff);  // little-endian, whatever the host
-  p[1] = static_cast<unsigned char>(h.bits >> 8);
-}
-
-float get_half(const unsigned char* p) { return f16_bits_to_float(static_cast<std::uint16_t>(p[0] | (p[1] << 8))); }
-
 // The smallest float16 h >= 0 with h * factor >= need (need >= 0, finite). Both products below
 // are exact in double (11 significant bits times at most 12), so the test is exact; an
 // overflowing need ends at +inf.
@@ -140,8 +133,8 @@ void encode_q4_K(const float* x, unsigned char* blocks, index_t n) {
       sc[j] = d > 0.0f ? ceil_in(top[j] / (15.0 * static_cast<double>(d)), 0, 63) : 0;
       if (sc[j] < 63 && 15.0 * static_cast<double>(d * static_cast<float>(sc[j])) < top[j]) ++sc[j];
     }
-    put_half(out, d_h);
-    put_half(out + 2, dmin_h);
+    store_u16_le(out, d_h.bits);
+    store_u16_le(out + 2, dmin_h.bits);
     pack_scales_mins(sc, m, out + 4);
     unsigned char* qs = out + 16;
     for (int c = 0; c < sub_blocks / 2; ++c) {
@@ -162,7 +155,7 @@ void decode_q4_K(const unsigned char* blocks, float* y, index_t n) {
   for (index_t b = 0; b < n / q4_K_elements; ++b) {
     const unsigned char* in = blocks + b * q4_K_bytes;
     float* out = y + b * q4_K_elements;
-    const float d = get_half(in), dmin = get_half(in + 2);
+    const float d = load_f16_le(in), dmin = load_f16_le(in + 2);
     const unsigned char* qs = in + 16;
     for (int j = 0; j < sub_blocks; ++j) {
       int sc = 0, m = 0;
@@ -196,7 +189,7 @@ void encode_q6_K(const float* x, unsigned char* blocks, index_t n) {
       out[192 + g] = static_cast<unsigned char>(sc);  // 0..127: the same byte as int8
       step[g] = d * static_cast<float>(sc);
     }
-    put_half(out + 208, d_h);
+    store_u16_le(out + 208, d_h.bits);
     unsigned char* ql = out;
     unsigned char* qh = out + 128;
     for (int i = 0; i < 192; ++i) out[i] = 0;
@@ -215,7 +208,7 @@ void decode_q6_K(const unsigned char* blocks, float* y, index_t n) {
   for (index_t b = 0; b < n / q6_K_elements; ++b) {
     const unsigned char* in = blocks + b * q6_K_bytes;
     float* out = y + b * q6_K_elements;
-    const float d = get_half(in + 208);
+    const float d = load_f16_le(in + 208);
     float step[groups];
     for (int g = 0; g < groups; ++g) step[g] = d * static_cast<float>(static_cast<std::int8_t>(in[192 + g]));
     for (int h = 0; h < 2; ++h) {

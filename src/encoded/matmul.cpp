@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "ct/core/float16.hpp"
 #include "ct/encoded/matmul.hpp"
 #include "ct/exec/parallel_for.hpp"
 #include "src/encoded/builtin.hpp"
@@ -119,7 +118,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   const bool quantized = mode == encoded_mode::quantized && k > 0 && (fname == "q8_0" || fname == "q4_0");
   const float* const xd = x.data();
   float* const yd = out.data();
-  const index_t x_batches = q.xb != 0 || x.rank() == 3 ? q.batches : 1;
+  const index_t x_batches = x.rank() == 3 ? q.batches : 1;  // activation vectors per m
 
   // Quantized mode: every activation vector as q8_0 blocks, once, before any group runs, kept
   // as K int8 quants and K/32 widened float16 scales (qdot.hpp).
@@ -145,7 +144,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
         const index_t at = b * q.m + mi;
         for (index_t blk = 0; blk < blocks; ++blk) {
           const unsigned char* e = enc.data() + blk * 34;
-          ad[static_cast<std::size_t>(at * blocks + blk)] = detail::f16_bits_to_float(static_cast<std::uint16_t>(e[0] | (e[1] << 8)));
+          ad[static_cast<std::size_t>(at * blocks + blk)] = detail::encoded::load_f16_le(e);
           std::memcpy(aq.data() + at * k + blk * 32, e + 2, 32);
         }
       }

@@ -2,15 +2,13 @@
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
 #include <cmath>
 
-#include "ct/core/float16.hpp"
+#include "src/encoded/builtin.hpp"
 #include "src/encoded/qdot.hpp"
 #include "src/matmul/matmul_common.hpp"
 
 namespace ct::detail::encoded {
 
 namespace {
-
-float half_at(const unsigned char* p) { return f16_bits_to_float(static_cast<std::uint16_t>(p[0] | (p[1] << 8))); }
 
 float fold(float* lane) {
   for (index_t w = qdot_lanes / 2; w >= 1; w /= 2)
@@ -32,7 +30,7 @@ float qdot_portable(const unsigned char* w, const std::int8_t* xq, const float* 
     } else {
       for (int j = 0; j < 32; ++j) isum += static_cast<std::int8_t>(w[2 + j]) * xq[j];
     }
-    const float scale = half_at(w) * xd[b];
+    const float scale = load_f16_le(w) * xd[b];
     float& l = lane[b % qdot_lanes];
     l = mm::muladd<kFused>(scale, static_cast<float>(isum), l);
   }

@@ -23,20 +23,6 @@
 
 namespace ct::detail::encoded {
 
-namespace {
-
-void store_half(unsigned char* p, float v) {
-  const std::uint16_t bits = float16(v).bits;
-  p[0] = static_cast<unsigned char>(bits & 0xff);  // little-endian, whatever the host
-  p[1] = static_cast<unsigned char>(bits >> 8);
-}
-
-float load_half(const unsigned char* p) {
-  return f16_bits_to_float(static_cast<std::uint16_t>(p[0] | (p[1] << 8)));
-}
-
-}  // namespace
-
 void require_finite(const char* format, const float* x, index_t n) {
   for (index_t j = 0; j < n; ++j)
     if (!std::isfinite(x[j]))
@@ -53,7 +39,7 @@ void encode_q8_0(const float* x, unsigned char* blocks, index_t n) {
     for (index_t j = 0; j < q8_0_elements; ++j) amax = std::fmax(amax, std::fabs(v[j]));
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    store_half(out, d);
+    store_u16_le(out, float16(d).bits);
     for (index_t j = 0; j < q8_0_elements; ++j) {
       const float q = std::round(v[j] * id);
       out[2 + j] = static_cast<unsigned char>(static_cast<std::int8_t>(q));
@@ -64,7 +50,7 @@ void encode_q8_0(const float* x, unsigned char* blocks, index_t n) {
 void decode_q8_0(const unsigned char* blocks, float* y, index_t n) {
   for (index_t b = 0; b < n / q8_0_elements; ++b) {
     const unsigned char* in = blocks + b * q8_0_bytes;
-    const float d = load_half(in);
+    const float d = load_f16_le(in);
     for (index_t j = 0; j < q8_0_elements; ++j)
       y[b * q8_0_elements + j] = static_cast<float>(static_cast<std::int8_t>(in[2 + j])) * d;
   }
@@ -84,7 +70,7 @@ void encode_q4_0(const float* x, unsigned char* blocks, index_t n) {
       }
     const float d = m / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    store_half(out, d);
+    store_u16_le(out, float16(d).bits);
     for (index_t j = 0; j < half; ++j) {
       // trunc toward zero as a conversion to int8 does; the + 8.5 keeps the argument >= 0.5
       const int lo = std::min(15, static_cast<int>(static_cast<std::int8_t>(v[j] * id + 8.5f)));
@@ -98,7 +84,7 @@ void decode_q4_0(const unsigned char* blocks, float* y, index_t n) {
   constexpr index_t half = q4_0_elements / 2;
   for (index_t b = 0; b < n / q4_0_elements; ++b) {
     const unsigned char* in = blocks + b * q4_0_bytes;
-    const float d = load_half(in);
+    const float d = load_f16_le(in);
     float* out = y + b * q4_0_elements;
     for (index_t j = 0; j < half; ++j) {
       out[j] = static_cast<float>((in[2 + j] & 0x0f) - 8) * d;
@@ -110,11 +96,7 @@ void decode_q4_0(const unsigned char* blocks, float* y, index_t n) {
 namespace {
 template <class H>
 void encode_halves(const float* x, unsigned char* blocks, index_t n) {
-  for (index_t j = 0; j < n; ++j) {
-    const std::uint16_t bits = H(x[j]).bits;
-    blocks[2 * j] = static_cast<unsigned char>(bits & 0xff);
-    blocks[2 * j + 1] = static_cast<unsigned char>(bits >> 8);
-  }
+  for (index_t j = 0; j < n; ++j) store_u16_le(blocks + 2 * j, H(x[j]).bits);
 }
 template <class H>
 void decode_halves(const unsigned char* blocks, float* y, index_t n) {
@@ -129,7 +111,7 @@ void decode_halves(const unsigned char* blocks, float* y, index_t n) {
     }
   }
   for (index_t j = 0; j < n; ++j)
-    y[j] = static_cast<float>(H::from_bits(static_cast<std::uint16_t>(blocks[2 * j] | (blocks[2 * j + 1] << 8))));
+    y[j] = static_cast<float>(H::from_bits(load_u16_le(blocks + 2 * j)));
 }
 }  // namespace
 

@@ -204,26 +204,14 @@ void run_typed(const char* op, const plan& p, tensor<T> a, tensor<T> b, const te
 }
 
 
-// 16-bit bits <-> float32 rows for the narrow matrix product (src/kernels/convert.hpp).
+// 16-bit values <-> float32 rows for the narrow matrix product (src/kernels/convert.hpp).
 template <class T>
 void widen_row(const T* x, index_t stride, float* y, index_t n, const settings& s) {
-  const auto* bits = reinterpret_cast<const std::uint16_t*>(x);
-  if (stride == 1) {
-    if constexpr (std::is_same_v<T, bfloat16>) kernels::widen_bf16(bits, y, n, s);
-    else kernels::widen_f16(bits, y, n, s);
-    return;
-  }
-  for (index_t j = 0; j < n; ++j) y[j] = static_cast<float>(x[j * stride]);
+  kernels::widen_strided(std::is_same_v<T, bfloat16>, reinterpret_cast<const std::uint16_t*>(x), stride, y, n, s);
 }
 template <class T>
 void narrow_row(const float* x, T* y, index_t stride, index_t n, const settings& s) {
-  if (stride == 1) {
-    auto* bits = reinterpret_cast<std::uint16_t*>(y);
-    if constexpr (std::is_same_v<T, bfloat16>) kernels::narrow_bf16(x, bits, n, s);
-    else kernels::narrow_f16(x, bits, n, s);
-    return;
-  }
-  for (index_t j = 0; j < n; ++j) y[j * stride] = T(x[j]);
+  kernels::narrow_strided(std::is_same_v<T, bfloat16>, x, reinterpret_cast<std::uint16_t*>(y), stride, n, s);
 }
 
 /// Rows of A widened per block inside a callback: as many as keep the block's float32 A and

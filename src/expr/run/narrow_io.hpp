@@ -19,32 +19,16 @@ inline bool widened(dtype t) noexcept { return kind_of(t) == dtype_kind::storage
 
 /// dst[j] = float(src[j * stride]) for j in [0, n) from a bfloat16/float16 operand.
 inline void widen_values(dtype from, const void* src, index_t stride, float* dst, index_t n, const settings& s) {
-  const auto* x = static_cast<const std::uint16_t*>(src);
-  const bool bf = from == dtype::bf16;
-  if (stride == 1) {
-    if (bf) kernels::widen_bf16(x, dst, n, s);
-    else kernels::widen_f16(x, dst, n, s);
-    return;
-  }
-  for (index_t j = 0; j < n; ++j) {
-    const std::uint16_t b = x[j * stride];
-    dst[j] = bf ? bf16_bits_to_float(b) : f16_bits_to_float(b);
-  }
+  kernels::widen_strided(from == dtype::bf16, static_cast<const std::uint16_t*>(src), stride, dst, n, s);
 }
 
 /// dst[j * stride] = the 16-bit value nearest src[j] (src[0] for every j when uniform).
 inline void narrow_values(dtype to, const float* src, bool uniform, void* dst, index_t stride, index_t n, const settings& s) {
   auto* y = static_cast<std::uint16_t*>(dst);
   const bool bf = to == dtype::bf16;
-  if (stride == 1 && !uniform) {
-    if (bf) kernels::narrow_bf16(src, y, n, s);
-    else kernels::narrow_f16(src, y, n, s);
-    return;
-  }
-  for (index_t j = 0; j < n; ++j) {
-    const float v = src[uniform ? 0 : j];
-    y[j * stride] = bf ? float_to_bf16_bits(v) : float_to_f16_bits(v);
-  }
+  if (!uniform) return kernels::narrow_strided(bf, src, y, stride, n, s);
+  const std::uint16_t bits = bf ? float_to_bf16_bits(src[0]) : float_to_f16_bits(src[0]);
+  for (index_t j = 0; j < n; ++j) y[j * stride] = bits;
 }
 
 /// The value of a float32 or float64 rounded once to the 16-bit type `to`, as float32.
