@@ -1,13 +1,16 @@
 // bench/encoded/bench_encoded.cpp — matrix-vector products with encoded weights beside the
 // read bound of the same bytes, in one run.
 //
-// bound/<format>/<N>x<K>: one pass reading the encoded weight bytes (512-bit loads, four
+// bound/<format>/<N>x<K>: one pass reading the encoded weight bytes (256-bit loads, four
 // independent XOR chains): what no product reading those bytes from memory can beat.
 // gemv/<format>/<N>x<K>/<1t|2t>: ct::matmul(w, x) into a preallocated y, the default mode
-// (quantized activations for q8_0 / q4_0, decoded rows for the others); "2t" is
+// (quantized activations for q8_0, q4_0, q4_K, q6_K; decoded rows for bf16 / f16); "2t" is
 // ct::asio_executor over a boost::asio::thread_pool (the caller plus one pool thread).
 // Counter GB/s: encoded weight bytes per second. The weights (N x K x bytes per value) are far
 // larger than the caches, and each repetition reads them once.
+// prompt/<format>/128x4096x4096: ct::matmul(x, w.transpose()) for 128 activation rows (a
+// prompt), beside prompt/sgemm/…: ct's float32 matmul of the same shape (x [128, 4096] times a
+// float [4096, 4096] weight transposed). Counter MAC/s: multiply-accumulates per second.
 #include <benchmark/benchmark.h>
 
 #include <boost/asio/thread_pool.hpp>
@@ -21,9 +24,7 @@
 #include "ct/asio.hpp"
 #include "ct/ct.hpp"
 
-#if defined(__AVX512F__)
 #include <immintrin.h>
-#endif
 
 namespace {
 
@@ -43,29 +44,37 @@ boost::asio::thread_pool& helper_pool() {
   return pool;
 }
 
-std::uint64_t read_all(const unsigned char* p, std::size_t bytes) {
-#if defined(__AVX512F__)
-  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+// The read bound's pass: 256-bit loads in four independent XOR chains where the CPU has AVX2
+// (checked at run time; the benchmark is built for the baseline), else 64-bit ones in four.
+__attribute__((target("avx2"))) std::uint64_t read_all_avx2(const unsigned char* p, std::size_t bytes) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   std::size_t i = 0;
-  for (; i + 256 <= bytes; i += 256) {
-    a0 = _mm512_xor_si512(a0, _mm512_loadu_si512(p + i));
-    a1 = _mm512_xor_si512(a1, _mm512_loadu_si512(p + i + 64));
-    a2 = _mm512_xor_si512(a2, _mm512_loadu_si512(p + i + 128));
-    a3 = _mm512_xor_si512(a3, _mm512_loadu_si512(p + i + 192));
+  for (; i + 128 <= bytes; i += 128) {
+    a0 = _mm256_xor_si256(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_xor_si256(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+    a2 = _mm256_xor_si256(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
+    a3 = _mm256_xor_si256(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
   }
-  const __m512i all = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
-  std::uint64_t r = static_cast<std::uint64_t>(_mm512_reduce_add_epi64(all));
+  const __m256i all = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+  std::uint64_t r = static_cast<std::uint64_t>(_mm256_extract_epi64(all, 0) ^ _mm256_extract_epi64(all, 1) ^
+                                               _mm256_extract_epi64(all, 2) ^ _mm256_extract_epi64(all, 3));
   for (; i < bytes; ++i) r ^= p[i];
   return r;
-#else
-  std::uint64_t r = 0;
-  for (std::size_t i = 0; i + 8 <= bytes; i += 8) {
-    std::uint64_t v;
-    std::memcpy(&v, p + i, 8);
-    r ^= v;
-  }
-  return r;
-#endif
+}
+
+std::uint64_t read_all(const unsigned char* p, std::size_t bytes) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return read_all_avx2(p, bytes);
+  std::uint64_t r[4] = {};
+  std::size_t i = 0;
+  for (; i + 32 <= bytes; i += 32)
+    for (int c = 0; c < 4; ++c) {
+      std::uint64_t v;
+      std::memcpy(&v, p + i + 8 * c, 8);
+      r[c] ^= v;
+    }
+  for (; i < bytes; ++i) r[0] ^= p[i];
+  return r[0] ^ r[1] ^ r[2] ^ r[3];
 }
 
 void bound(benchmark::State& state, std::string format, index_t n, index_t k) {
@@ -88,7 +97,36 @@ void gemv(benchmark::State& state, std::string format, index_t n, index_t k, int
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(w.size_bytes()));
 }
 
+void prompt(benchmark::State& state, std::string format, int threads) {
+  const index_t m = 128, n = 4096, k = 4096;
+  const auto x = ct::random_uniform<float>({m, k}, 13, -1.0f, 1.0f);
+  std::unique_ptr<ct::executor_scope> scope;
+  if (threads == 2) scope = std::make_unique<ct::executor_scope>(ct::asio_executor(helper_pool(), 2));
+  auto y = ct::zeros<float>({m, n});
+  if (format == "sgemm") {
+    const auto w = ct::random_uniform<float>({n, k}, 11, -1.0f, 1.0f);
+    for (auto _ : state) {
+      ct::matmul(x, w.transpose(), y);
+      benchmark::DoNotOptimize(y.data());
+      benchmark::ClobberMemory();
+    }
+  } else {
+    const auto& w = weights(format, n, k);
+    for (auto _ : state) {
+      ct::matmul(x, w.transpose(), y);
+      benchmark::DoNotOptimize(y.data());
+      benchmark::ClobberMemory();
+    }
+  }
+  state.counters["MAC/s"] = benchmark::Counter(static_cast<double>(m * n * k), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 const bool registered = [] {
+  for (const char* f : {"sgemm", "q8_0", "q4_0", "q4_K"})
+    for (int t : {1, 2})
+      benchmark::RegisterBenchmark(("prompt/" + std::string(f) + "/128x4096x4096/" + std::to_string(t) + "t").c_str(), prompt,
+                                   std::string(f), t)
+          ->UseRealTime()->Unit(benchmark::kMillisecond);
   for (const char* f : {"q8_0", "q4_0", "q4_K", "q6_K", "bf16", "f16"})
     for (const auto& [n, k] : {std::pair<index_t, index_t>{4096, 4096}, std::pair<index_t, index_t>{11008, 4096}}) {
       const std::string shape = std::to_string(n) + "x" + std::to_string(k);

@@ -57,4 +57,32 @@ inline constexpr index_t q6_K_elements = 256, q6_K_bytes = 210;
 void encode_q6_K(const float* x, unsigned char* blocks, index_t n);
 void decode_q6_K(const unsigned char* blocks, float* y, index_t n);
 
+/// q4_K: the 6-bit scale and min of sub-block j (0..7) from the block's 12 scale bytes p.
+inline void q4_K_scale_min(const unsigned char* p, int j, int& sc, int& m) noexcept {
+  if (j < 4) {
+    sc = p[j] & 0x3f;
+    m = p[4 + j] & 0x3f;
+  } else {
+    const int i = j - 4;
+    sc = (p[8 + i] & 0x0f) | ((p[i] >> 6) << 4);
+    m = (p[8 + i] >> 4) | ((p[4 + i] >> 6) << 4);
+  }
+}
+
+/// q6_K: where value r (0..127) of a 128-value half keeps its bits — its ql byte and nibble
+/// shift, its qh byte and bit shift (offsets within the half's 64 ql and 32 qh bytes).
+struct q6_K_place {
+  int ql, ql_shift, qh, qh_shift;
+};
+inline q6_K_place q6_K_place_of(int r) noexcept {
+  const int k = r / 32, l = r % 32;
+  return {32 * (k % 2) + l, k < 2 ? 0 : 4, l, 2 * k};
+}
+/// q6_K: the 6-bit quant q (0..63) of value v (0..255) of the block at `block`.
+inline int q6_K_quant(const unsigned char* block, int v) noexcept {
+  const int h = v / 128;
+  const q6_K_place p = q6_K_place_of(v % 128);
+  return ((block[64 * h + p.ql] >> p.ql_shift) & 0x0f) | (((block[128 + 32 * h + p.qh] >> p.qh_shift) & 0x03) << 4);
+}
+
 }  // namespace ct::detail::encoded

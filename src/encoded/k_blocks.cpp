@@ -67,33 +67,13 @@ int round_in(float v, int lo, int hi) {
   return static_cast<int>(std::fmin(static_cast<float>(hi), std::fmax(static_cast<float>(lo), std::round(v))));
 }
 
-// q4_K's 12 bytes <-> the scale and min of sub-block j.
-void unpack_scale_min(const unsigned char* p, int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = p[j] & 0x3f;
-    m = p[4 + j] & 0x3f;
-  } else {
-    const int i = j - 4;
-    sc = (p[8 + i] & 0x0f) | ((p[i] >> 6) << 4);
-    m = (p[8 + i] >> 4) | ((p[4 + i] >> 6) << 4);
-  }
-}
-
+// q4_K's 12 bytes from the scales and mins (q4_K_scale_min reads them back).
 void pack_scales_mins(const int* sc, const int* m, unsigned char* p) {
   for (int i = 0; i < 4; ++i) {
     p[i] = static_cast<unsigned char>(sc[i] | ((sc[4 + i] >> 4) << 6));
     p[4 + i] = static_cast<unsigned char>(m[i] | ((m[4 + i] >> 4) << 6));
     p[8 + i] = static_cast<unsigned char>((sc[4 + i] & 0x0f) | ((m[4 + i] & 0x0f) << 4));
   }
-}
-
-// q6_K: where value r (0..127) of a half keeps its bits — ql byte, nibble shift, qh bit shift.
-struct q6_place {
-  int ql, ql_shift, qh, qh_shift;
-};
-q6_place q6_place_of(int r) {
-  const int k = r / 32, l = r % 32;
-  return {32 * (k % 2) + l, k < 2 ? 0 : 4, l, 2 * k};
 }
 
 }  // namespace
@@ -159,7 +139,7 @@ void decode_q4_K(const unsigned char* blocks, float* y, index_t n) {
     const unsigned char* qs = in + 16;
     for (int j = 0; j < sub_blocks; ++j) {
       int sc = 0, m = 0;
-      unpack_scale_min(in + 4, j, sc, m);
+      q4_K_scale_min(in + 4, j, sc, m);
       const float step = d * static_cast<float>(sc), off = dmin * static_cast<float>(m);
       const unsigned char* q = qs + 32 * (j / 2);
       const int shift = 4 * (j % 2);
@@ -197,7 +177,7 @@ void encode_q6_K(const float* x, unsigned char* blocks, index_t n) {
       for (int r = 0; r < 128; ++r) {
         const int at = 128 * h + r, g = at / group_elements;
         const int q = 32 + (step[g] > 0.0f ? round_in(v[at] / step[g], -32, 31) : 0);
-        const q6_place p = q6_place_of(r);
+        const q6_K_place p = q6_K_place_of(r);
         ql[64 * h + p.ql] = static_cast<unsigned char>(ql[64 * h + p.ql] | ((q & 0x0f) << p.ql_shift));
         qh[32 * h + p.qh] = static_cast<unsigned char>(qh[32 * h + p.qh] | ((q >> 4) << p.qh_shift));
       }
@@ -215,7 +195,7 @@ void decode_q6_K(const unsigned char* blocks, float* y, index_t n) {
       const unsigned char* ql = in + 64 * h;
       const unsigned char* qh = in + 128 + 32 * h;
       for (int r = 0; r < 128; ++r) {
-        const q6_place p = q6_place_of(r);
+        const q6_K_place p = q6_K_place_of(r);
         const int q = ((ql[p.ql] >> p.ql_shift) & 0x0f) | (((qh[p.qh] >> p.qh_shift) & 0x03) << 4);
         out[128 * h + r] = step[(128 * h + r) / group_elements] * static_cast<float>(q - 32);
       }

@@ -115,51 +115,51 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   }
   const index_t k = q.k;
   const std::string& fname = w.fmt().name();
-  const bool quantized = mode == encoded_mode::quantized && k > 0 && (fname == "q8_0" || fname == "q4_0");
+  const detail::encoded::qdot_kernel qdot =
+      mode == encoded_mode::quantized && k > 0 ? detail::encoded::resolve_qdot(fname, current_settings()) : detail::encoded::qdot_kernel{};
+  const bool quantized = static_cast<bool>(qdot);
   const float* const xd = x.data();
   float* const yd = out.data();
   const index_t x_batches = x.rank() == 3 ? q.batches : 1;  // activation vectors per m
 
-  // Quantized mode: every activation vector as q8_0 blocks, once, before any group runs, kept
-  // as K int8 quants and K/32 widened float16 scales (qdot.hpp).
-  const index_t blocks = k / 32;
+  // Quantized mode: every activation vector quantized once, before any group runs, in the
+  // kernel's activation blocks (qdot.hpp): K int8 quants, a scale per block, sums of 16.
+  const index_t ablock = quantized ? qdot.activation_block : 1;
+  const index_t wblocks = k / w.fmt().block_elements();
   std::vector<std::int8_t> aq;
   std::vector<float> ad;
+  std::vector<std::int16_t> as;
   if (quantized) {
     const index_t vectors = x_batches * q.m;
     aq.resize(static_cast<std::size_t>(vectors * k));
-    ad.resize(static_cast<std::size_t>(vectors * blocks));
+    ad.resize(static_cast<std::size_t>(vectors * (k / ablock)));
+    as.resize(static_cast<std::size_t>(vectors * (k / 16)));
     std::vector<float> v(static_cast<std::size_t>(k));
-    std::vector<unsigned char> enc(static_cast<std::size_t>(blocks) * 34);
     for (index_t b = 0; b < x_batches; ++b)
       for (index_t mi = 0; mi < q.m; ++mi) {
         const float* src = xd + b * q.xb + mi * q.xm;
         for (index_t j = 0; j < k; ++j) v[static_cast<std::size_t>(j)] = src[j * q.xk];
-        try {
-          detail::encoded::encode_q8_0(v.data(), enc.data(), k);
-        } catch (const format_error& e) {
-          throw format_error(std::string(op) + ": quantized mode: activation vector " + std::to_string(b * q.m + mi) + ": " +
-                             e.what());
-        }
         const index_t at = b * q.m + mi;
-        for (index_t blk = 0; blk < blocks; ++blk) {
-          const unsigned char* e = enc.data() + blk * 34;
-          ad[static_cast<std::size_t>(at * blocks + blk)] = detail::encoded::load_f16_le(e);
-          std::memcpy(aq.data() + at * k + blk * 32, e + 2, 32);
+        try {
+          detail::encoded::quantize_activation(v.data(), k, ablock, aq.data() + at * k, ad.data() + at * (k / ablock),
+                                               as.data() + at * (k / 16));
+        } catch (const format_error& e) {
+          throw format_error(std::string(op) + ": quantized mode: activation vector " + std::to_string(at) + ": " + e.what());
         }
       }
   }
-  const detail::encoded::qdot_fn qdot = quantized ? detail::encoded::resolve_qdot(fname, current_settings()) : nullptr;
   const auto wrow = [&](index_t b, index_t ni) { return w.row((q.w_batched ? b : 0) * q.n + ni); };
 
   // out(b, n, m) from a decoded weight row (exact) or the row's blocks (quantized).
   const auto element = [&](index_t b, index_t ni, index_t mi, const float* decoded, const settings& s) {
     const index_t xbatch = x_batches == 1 ? 0 : b;
     float r;
-    if (quantized)
-      r = qdot(wrow(b, ni), aq.data() + (xbatch * q.m + mi) * k, ad.data() + (xbatch * q.m + mi) * blocks, blocks);
-    else
+    if (quantized) {
+      const index_t at = xbatch * q.m + mi;
+      r = qdot.fn(wrow(b, ni), {aq.data() + at * k, ad.data() + at * (k / ablock), as.data() + at * (k / 16)}, wblocks);
+    } else {
       r = detail::mm::dot<float>(k, decoded, 1, xd + xbatch * q.xb + mi * q.xm, q.xk, s);
+    }
     yd[b * q.yb + ni * q.yn + mi * q.ym] = r;
   };
   const auto decode_into = [&](index_t b, index_t ni, float* row) {
@@ -181,7 +181,11 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   }
   // Groups (b, m) of x·wᵀ: a callback decodes blocks of weight rows into its own scratch and
   // uses each block for all of its m.
-  const index_t block_rows = quantized ? q.n : std::max<index_t>(1, std::min<index_t>(q.n, (index_t{256} << 10) / std::max<index_t>(4 * k, 1)));
+  // The rows of a block take about 256 KiB: decoded floats (exact mode) or the encoded rows
+  // themselves (quantized mode), so every m of the callback finds them in cache after the first.
+  // (A fixed size: issue 21 derives cache sizes from the CPU.)
+  const index_t row_scratch = quantized ? static_cast<index_t>(w.fmt().row_bytes(k)) : 4 * k;
+  const index_t block_rows = std::max<index_t>(1, std::min<index_t>(q.n, (index_t{256} << 10) / std::max<index_t>(row_scratch, 1)));
   detail::schedule(op, q.batches * q.m, [&](index_t start, index_t end) {
     const settings s = current_settings();
     std::vector<float> rows(quantized ? 0 : static_cast<std::size_t>(block_rows * k));

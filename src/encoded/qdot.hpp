@@ -1,12 +1,18 @@
-// src/encoded/qdot.hpp — the dot products of quantized mode (internal): a weight row of q8_0
-// or q4_0 blocks against an activation vector quantized to q8_0 (kept as K int8 quants and
-// K/32 float scales, the widened float16 scales of its blocks).
+// src/encoded/qdot.hpp — the dot products of quantized mode (internal): a weight row of
+// encoded blocks against an activation vector quantized once per call (qactivation below).
 //
-// The order, fixed so that every backend and target gives the same bits: block b's integer
-// dot product isum_b (exact: at most 32 * 128 * 127 in magnitude, exact in float too) goes to
-// virtual lane b % qdot_lanes, lane = muladd(d_w[b] * d_x[b], float(isum_b), lane) from +0 in
-// block order, and the lanes fold by the pairwise tree lane l += lane l + w for
-// w = qdot_lanes / 2, ..., 1. muladd follows the FMA policy (fused or two roundings).
+// The orders, fixed so that every backend and target gives the same bits. Every integer below
+// is exact in int32 (the bounds are in the comments of qdot.cpp); float(·) is the correctly
+// rounded conversion, and muladd follows the FMA policy (fused or two roundings).
+//  * q8_0 and q4_0 (activation blocks of 32): block b's integer dot product isum_b goes to
+//    virtual lane b % qdot_lanes, lane = muladd(d_w[b] * d_x[b], float(isum_b), lane) from +0
+//    in block order, and the lanes fold by the pairwise tree lane l += lane l + w for
+//    w = qdot_lanes / 2, ..., 1.
+//  * q4_K (activation blocks of 256, one per super-block s): A_s = sum_j sc_j * (sub-block j's
+//    integer dot), B_s = sum_j m_j * (sum of the activation quants of sub-block j); one sum from
+//    +0 in super-block order: acc = muladd(d_x * d, float(A_s), acc), then
+//    acc = muladd(-(d_x * dmin), float(B_s), acc).
+//  * q6_K: A_s = sum_g sc_g * sum_{l in g} (q_l - 32) * x_l; acc = muladd(d_x * d, float(A_s), acc).
 #pragma once
 #include <cstdint>
 #include <string_view>
@@ -18,17 +24,43 @@ namespace ct::detail::encoded {
 
 inline constexpr index_t qdot_lanes = 16;
 
-/// dot(weight row w of `blocks` blocks, activation (xq, xd)).
-using qdot_fn = float (*)(const unsigned char* w, const std::int8_t* xq, const float* xd, index_t blocks);
+/// An activation vector of K values quantized for an integer dot: K int8 quants in [-127, 127]
+/// (ct's quantizer never gives -128: the AVX2 kernels' sign trick needs it), one float scale per
+/// activation block (see qdot_kernel), and `sums`, the sum of every 16 consecutive quants (the
+/// K formats' mins and offsets use them).
+struct qactivation {
+  const std::int8_t* q;
+  const float* d;
+  const std::int16_t* sums;
+};
 
-/// The kernel for weights of this format ("q8_0" or "q4_0") under settings s: the simd
-/// target's when it has one, else the portable one (the same bits); nullptr for other formats.
-qdot_fn resolve_qdot(std::string_view format, const settings& s);
+/// dot(weight row w of `blocks` weight blocks, activation x).
+using qdot_fn = float (*)(const unsigned char* w, qactivation x, index_t blocks);
 
-/// The portable kernels (the reference the simd ones match bit for bit).
-qdot_fn portable_qdot(std::string_view format, bool fused);
+/// A format's quantized-mode kernel and the activation blocks it wants: 32 (q8_0, q4_0: each
+/// activation block is a q8_0 block, its scale the block's float16 scale widened) or 256 (q4_K,
+/// q6_K: scale = max|x| / 127 in float).
+struct qdot_kernel {
+  qdot_fn fn = nullptr;
+  index_t activation_block = 0;
+  explicit operator bool() const noexcept { return fn != nullptr; }
+};
+
+/// The kernel for weights of this format under settings s: the simd target's when it has one,
+/// else the portable one (the same bits); empty for formats without a quantized mode.
+qdot_kernel resolve_qdot(std::string_view format, const settings& s);
+
+/// The portable kernels (the reference the simd ones match bit for bit); empty as above.
+qdot_kernel portable_qdot(std::string_view format, bool fused);
+
+/// Quantizes v[0, k) in activation blocks of `block` (32 or 256; k a multiple of it) into
+/// q[k], d[k / block] and sums[k / 16]. Throws format_error for a NaN or infinite value.
+void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* q, float* d, std::int16_t* sums);
+
+/// The formats with a quantized mode, as indices for the simd entry.
+enum class qformat { q8_0, q4_0, q4_K, q6_K };
 
 // The simd entry (qdot_simd.cpp): the current target's kernel, or nullptr where it has none.
-qdot_fn simd_qdot(bool q4, bool fused);
+qdot_fn simd_qdot(qformat f, bool fused);
 
 }  // namespace ct::detail::encoded

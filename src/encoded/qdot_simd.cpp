@@ -1,11 +1,21 @@
-// The quantized-mode dot products on AVX-512 (Highway's AVX3 targets; the other targets use
-// the portable kernel, which gives the same bits — qdot.hpp fixes the order).
+// The quantized-mode dot products on x86: AVX-512 (Highway's AVX3 targets) and AVX2 kernels;
+// the other targets use the portable kernels, which give the same bits (qdot.hpp fixes the
+// orders; every integer is exact, so only the float steps' order matters).
 //
-// Per group of 16 blocks: each block's 32 weight and 32 activation quants widen to int16 and
-// multiply-add in pairs into 16 int32 partial sums (vpmaddwd; exact), the 16 blocks' partials
-// fold into one vector holding block j's integer dot in lane j (four levels of
-// ConcatEven/ConcatOdd + Add), and the 16 virtual lanes of the order take one vector
+// q8_0 / q4_0 on AVX-512: per group of 16 blocks, each block's 32 weight and activation quants
+// widen to int16 and multiply-add in pairs into 16 int32 partial sums (vpmaddwd; exact), the 16
+// blocks' partials fold into one vector holding block j's integer dot in lane j (four levels of
+// ConcatEven/ConcatOdd + Add), and the 16 virtual lanes take one vector
 // muladd(d_w * d_x, isum, lane). q4_0's nibbles become the values 0..15 minus 8 before widening.
+//
+// AVX2 (and the K formats on every x86 target from AVX2 up): Highway 1.0.3 exposes no int8 dot
+// product, so these use vpmaddubsw (unsigned times signed bytes, adjacent pairs summed to int16)
+// directly. The unsigned operand: |w| for q8_0 (with x taking w's sign through vpsignb — exact
+// because activation quants are in [-127, 127], so no sign flip overflows and a pair is at most
+// 2 * 128 * 127 < 2^15), the nibbles 0..15 for q4_0 (the "- 8" is 8 * (x pair sum) subtracted
+// from each pair) and q4_K, and q = 0..63 for q6_K (its "- 32" is 32 * sum_g sc_g * (sum of
+// group g's activation quants), from the precomputed sums). vpmaddwd then widens the pairs to
+// int32 — with ones for q8_0/q4_0, with the sub-block's scale for the K formats.
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/encoded/qdot_simd.cpp"
@@ -15,12 +25,104 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "src/encoded/builtin.hpp"
 #include "src/encoded/qdot.hpp"
+#include "src/matmul/matmul_common.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace ct::detail::encoded {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+
+// ---- AVX2 building blocks (also valid on the AVX-512 targets)
+
+template <bool kFused>
+HWY_INLINE __m256 MulAdd8(__m256 a, __m256 b, __m256 c) {
+  if constexpr (kFused) {
+    return _mm256_fmadd_ps(a, b, c);
+  } else {
+    __m256 p = _mm256_mul_ps(a, b);
+    asm("" : "+x"(p));  // keep the product out of reach of contraction
+    return _mm256_add_ps(c, p);
+  }
+}
+
+HWY_INLINE std::int32_t HSum(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+HWY_INLINE __m256i LoadBytes(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// q4_K: per 64-value chunk c, the low nibbles (sub-block 2c) and high nibbles (2c + 1) against
+// their 32 activation quants, each pair sum times the sub-block's scale.
+template <bool kFused>
+float QDotQ4K(const unsigned char* w, qactivation x, index_t blocks) {
+  const __m256i low = _mm256_set1_epi8(0x0f);
+  float acc = 0.0f;
+  for (index_t s = 0; s < blocks; ++s, w += q4_K_bytes) {
+    const std::int8_t* xq = x.q + s * 256;
+    const std::int16_t* xs = x.sums + s * 16;
+    int sc[8], m[8];
+    for (int j = 0; j < 8; ++j) q4_K_scale_min(w + 4, j, sc[j], m[j]);
+    __m256i a = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i qb = LoadBytes(w + 16 + 32 * c);
+      const __m256i lo = _mm256_and_si256(qb, low), hi = _mm256_and_si256(_mm256_srli_epi16(qb, 4), low);
+      const __m256i p0 = _mm256_maddubs_epi16(lo, LoadBytes(xq + 64 * c));
+      const __m256i p1 = _mm256_maddubs_epi16(hi, LoadBytes(xq + 64 * c + 32));
+      a = _mm256_add_epi32(a, _mm256_madd_epi16(p0, _mm256_set1_epi16(static_cast<short>(sc[2 * c]))));
+      a = _mm256_add_epi32(a, _mm256_madd_epi16(p1, _mm256_set1_epi16(static_cast<short>(sc[2 * c + 1]))));
+    }
+    std::int32_t bsum = 0;
+    for (int j = 0; j < 8; ++j) bsum += m[j] * (xs[2 * j] + xs[2 * j + 1]);
+    const float dx = x.d[s];
+    acc = mm::muladd<kFused>(dx * load_f16_le(w), static_cast<float>(HSum(a)), acc);
+    acc = mm::muladd<kFused>(-(dx * load_f16_le(w + 2)), static_cast<float>(bsum), acc);
+  }
+  return acc;
+}
+
+// q6_K: per 128-value half, four 32-value quarters rebuilt from ql's nibbles and qh's 2-bit
+// fields (docs/encoded.md draws them); each quarter covers two 16-value scale groups, one per
+// 128-bit half of the pair sums.
+template <bool kFused>
+float QDotQ6K(const unsigned char* w, qactivation x, index_t blocks) {
+  const __m256i low = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(0x03);
+  float acc = 0.0f;
+  for (index_t s = 0; s < blocks; ++s, w += q6_K_bytes) {
+    const std::int8_t* xq = x.q + s * 256;
+    const std::int16_t* xs = x.sums + s * 16;
+    const auto* sc = reinterpret_cast<const std::int8_t*>(w + 192);
+    __m256i a = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = LoadBytes(w + 64 * h), l1 = LoadBytes(w + 64 * h + 32), hb = LoadBytes(w + 128 + 32 * h);
+      const __m256i q[4] = {
+          _mm256_or_si256(_mm256_and_si256(l0, low), _mm256_slli_epi16(_mm256_and_si256(hb, three), 4)),
+          _mm256_or_si256(_mm256_and_si256(l1, low), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), three), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), three), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), three), 4))};
+      for (int k = 0; k < 4; ++k) {
+        const int g = 8 * h + 2 * k;
+        const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+        const __m256i p = _mm256_maddubs_epi16(q[k], LoadBytes(xq + 128 * h + 32 * k));
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(p, scales));
+      }
+    }
+    std::int32_t off = 0;
+    for (int g = 0; g < 16; ++g) off += sc[g] * xs[g];
+    acc = mm::muladd<kFused>(x.d[s] * load_f16_le(w + 208), static_cast<float>(HSum(a) - 32 * off), acc);
+  }
+  return acc;
+}
+
+#endif
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 
@@ -36,7 +138,7 @@ HWY_INLINE V MulAddPolicy(V a, V b, V c) {
 }
 
 template <bool kQ4, bool kFused>
-float QDot(const unsigned char* w, const std::int8_t* xq, const float* xd, index_t blocks) {
+float QDot32(const unsigned char* w, qactivation x, index_t blocks) {
   const hn::ScalableTag<std::int32_t> di;  // 16 lanes: one per block of a group
   const hn::ScalableTag<float> df;
   const hn::Repartition<std::int16_t, decltype(di)> d16;  // 32 lanes: one block
@@ -46,7 +148,8 @@ float QDot(const unsigned char* w, const std::int8_t* xq, const float* xd, index
   const hn::Half<decltype(du8)> du8h;  // 16 bytes
   const hn::Rebind<hwy::float16_t, decltype(df)> dh;
   using VI = hn::Vec<decltype(di)>;
-  constexpr index_t wbytes = kQ4 ? 18 : 34;
+  constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
+  const std::int8_t* xq = x.q;
   auto acc = hn::Zero(df);
   alignas(64) std::uint16_t scale_bits[16];
   for (index_t g = 0; g < blocks; g += 16) {
@@ -59,7 +162,7 @@ float QDot(const unsigned char* w, const std::int8_t* xq, const float* xd, index
         continue;
       }
       const unsigned char* blk = w + (g + j) * wbytes;
-      scale_bits[j] = static_cast<std::uint16_t>(blk[0] | (blk[1] << 8));
+      scale_bits[j] = load_u16_le(blk);
       hn::Vec<decltype(d16)> w16;
       if constexpr (kQ4) {
         const auto bytes = hn::LoadU(du8h, blk + 2);
@@ -81,7 +184,7 @@ float QDot(const unsigned char* w, const std::int8_t* xq, const float* xd, index
     const auto isum = hn::ConvertTo(df, part[0]);
     const auto mask = hn::FirstN(df, static_cast<std::size_t>(nb));
     const auto dw = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(scale_bits)));
-    const auto dx = hn::MaskedLoad(mask, df, xd + g);
+    const auto dx = hn::MaskedLoad(mask, df, x.d + g);
     const auto updated = MulAddPolicy<kFused>(hn::Mul(dw, dx), isum, acc);
     acc = hn::IfThenElse(mask, updated, acc);
   }
@@ -92,14 +195,91 @@ float QDot(const unsigned char* w, const std::int8_t* xq, const float* xd, index
   return lane[0];
 }
 
-qdot_fn QDotFor(bool q4, bool fused) {
-  if (q4) return fused ? &QDot<true, true> : &QDot<true, false>;
-  return fused ? &QDot<false, true> : &QDot<false, false>;
+#elif HWY_TARGET == HWY_AVX2
+
+// q8_0 / q4_0 on AVX2: 8 int32 partials per block (vpmaddwd with ones); 8 blocks' partials fold
+// into one vector (block j in lane j) by three levels of hadd and a cross-lane add, and the 16
+// virtual lanes are two float vectors (blocks g..g+7, g a multiple of 8, are lanes g % 16 on).
+template <bool kQ4>
+HWY_INLINE __m256i BlockPartials(const unsigned char* blk, const std::int8_t* x) {
+  const __m256i xv = LoadBytes(x);
+  __m256i pairs;
+  if constexpr (kQ4) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+    const __m128i low = _mm_set1_epi8(0x0f);
+    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), low), _mm_and_si128(bytes, low));
+    pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(nib, xv), _mm256_maddubs_epi16(_mm256_set1_epi8(8), xv));
+  } else {
+    const __m256i wv = LoadBytes(blk + 2);
+    pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
+  }
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
+
+template <bool kQ4, bool kFused>
+float QDot32(const unsigned char* w, qactivation x, index_t blocks) {
+  constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  alignas(32) std::uint16_t scale_bits[8];
+  alignas(32) float dx[8];
+  alignas(32) std::int32_t keep[8];
+  for (index_t g = 0; g < blocks; g += 8) {
+    const index_t nb = std::min<index_t>(8, blocks - g);
+    __m256i part[8];
+    for (index_t j = 0; j < 8; ++j) {
+      if (j >= nb) {
+        part[j] = _mm256_setzero_si256();
+        scale_bits[j] = 0;
+        dx[j] = 0.0f;
+        continue;
+      }
+      const unsigned char* blk = w + (g + j) * wbytes;
+      scale_bits[j] = load_u16_le(blk);
+      dx[j] = x.d[g + j];
+      part[j] = BlockPartials<kQ4>(blk, x.q + (g + j) * 32);
+    }
+    const __m256i h01 = _mm256_hadd_epi32(part[0], part[1]), h23 = _mm256_hadd_epi32(part[2], part[3]);
+    const __m256i h45 = _mm256_hadd_epi32(part[4], part[5]), h67 = _mm256_hadd_epi32(part[6], part[7]);
+    const __m256i q0 = _mm256_hadd_epi32(h01, h23), q1 = _mm256_hadd_epi32(h45, h67);
+    const __m256i isum = _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
+    const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scale_bits)));
+    __m256& a = acc[(g / 8) % 2];
+    const __m256 updated = MulAdd8<kFused>(_mm256_mul_ps(dw, _mm256_load_ps(dx)), _mm256_cvtepi32_ps(isum), a);
+    if (nb == 8) {
+      a = updated;
+    } else {  // lanes past the row's end keep their value (whatever the scales' bits)
+      for (index_t j = 0; j < 8; ++j) keep[j] = j < nb ? -1 : 0;
+      a = _mm256_blendv_ps(a, updated, _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(keep))));
+    }
+  }
+  alignas(32) float lane[16];
+  _mm256_store_ps(lane, acc[0]);
+  _mm256_store_ps(lane + 8, acc[1]);
+  for (index_t width = qdot_lanes / 2; width >= 1; width /= 2)
+    for (index_t l = 0; l < width; ++l) lane[l] = lane[l] + lane[l + width];
+  return lane[0];
+}
+
+#endif
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+
+template <bool kFused>
+qdot_fn KernelFor(qformat f) {
+  switch (f) {
+    case qformat::q8_0: return &QDot32<false, kFused>;
+    case qformat::q4_0: return &QDot32<true, kFused>;
+    case qformat::q4_K: return &QDotQ4K<kFused>;
+    case qformat::q6_K: return &QDotQ6K<kFused>;
+  }
+  return nullptr;
+}
+
+qdot_fn QDotFor(qformat f, bool fused) { return fused ? KernelFor<true>(f) : KernelFor<false>(f); }
 
 #else
 
-qdot_fn QDotFor(bool, bool) { return nullptr; }
+qdot_fn QDotFor(qformat, bool) { return nullptr; }
 
 #endif
 
@@ -110,6 +290,6 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace ct::detail::encoded {
 HWY_EXPORT(QDotFor);
-qdot_fn simd_qdot(bool q4, bool fused) { return HWY_DYNAMIC_DISPATCH(QDotFor)(q4, fused); }
+qdot_fn simd_qdot(qformat f, bool fused) { return HWY_DYNAMIC_DISPATCH(QDotFor)(f, fused); }
 }  // namespace ct::detail::encoded
 #endif

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "ct/asio.hpp"
@@ -128,7 +129,7 @@ TEST_CASE("encoded products are bitwise identical under every executor", "[encod
   const auto wf = ct::random_uniform<float>({n, k}, 91, -1.0f, 1.0f);
   const auto x = ct::random_uniform<float>({k}, 92, -1.0f, 1.0f);
   const auto xs = ct::random_uniform<float>({m, k}, 93, -1.0f, 1.0f);
-  for (const char* name : {"q8_0", "q4_0", "bf16"})
+  for (const char* name : {"q8_0", "q4_0", "q4_K", "q6_K", "bf16"})
     for (ct::encoded_mode mode : {ct::encoded_mode::quantized, ct::encoded_mode::exact}) {
       INFO(name);
       const auto w = ct::encode(wf, ct::find_format(name));
@@ -174,23 +175,31 @@ TEST_CASE("encoded products: clear errors before any work, destination untouched
 
 TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for any block bytes", "[encoded][matmul]") {
   // Foreign blocks: every int8 quant (-128 included), every nibble, random float16 scales
-  // (subnormal ones too); 21 blocks per row (a group of 16 and a tail of 5).
-  const index_t n = 23, k = 21 * 32;
+  // (subnormal ones too); 21 blocks per row (a group of 16 and a tail of 5); the K formats'
+  // every 6-bit scale and min, every int8 scale, 3 super-blocks per row.
   std::uint64_t state = 12345;
   const auto next = [&] {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     return static_cast<std::uint32_t>(state >> 33);
   };
-  for (const char* name : {"q8_0", "q4_0"}) {
+  const index_t n = 23;
+  for (const char* name : {"q8_0", "q4_0", "q4_K", "q6_K"}) {
     INFO(name);
     const ct::format f = ct::find_format(name);
+    const bool kformat = f.block_elements() == 256;
+    const index_t k = kformat ? 3 * 256 : 21 * 32;
+    // where the block's float16 scales are: d (and q4_K's dmin)
+    const std::vector<std::size_t> scales = std::string(name) == "q6_K" ? std::vector<std::size_t>{208}
+                                            : std::string(name) == "q4_K" ? std::vector<std::size_t>{0, 2}
+                                                                          : std::vector<std::size_t>{0};
     std::vector<unsigned char> bytes(static_cast<std::size_t>(n) * f.row_bytes(k));
     for (auto& c : bytes) c = static_cast<unsigned char>(next());
-    for (std::size_t b = 0; b < bytes.size(); b += static_cast<std::size_t>(f.block_bytes())) {
-      const std::uint16_t scale = static_cast<std::uint16_t>(next() % 0x7800);  // finite, either sign below
-      bytes[b] = static_cast<unsigned char>(scale & 0xff);
-      bytes[b + 1] = static_cast<unsigned char>((scale >> 8) | (next() % 2 ? 0x80 : 0));
-    }
+    for (std::size_t b = 0; b < bytes.size(); b += static_cast<std::size_t>(f.block_bytes()))
+      for (std::size_t at : scales) {
+        const std::uint16_t scale = static_cast<std::uint16_t>(next() % 0x7800);  // finite, either sign below
+        bytes[b + at] = static_cast<unsigned char>(scale & 0xff);
+        bytes[b + at + 1] = static_cast<unsigned char>((scale >> 8) | (next() % 2 ? 0x80 : 0));
+      }
     const auto w = ct::encoded_tensor::view(f, {n, k}, bytes.data(), bytes.size());
     const auto x = ct::random_uniform<float>({k}, 7, -3.0f, 3.0f);
     const auto xm = ct::random_uniform<float>({k, 5}, 8, -3.0f, 3.0f);

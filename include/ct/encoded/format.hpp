@@ -78,6 +78,8 @@ inline format q8_0() { return find_format("q8_0"); }
 inline format q4_0() { return find_format("q4_0"); }
 inline format bf16() { return find_format("bf16"); }
 inline format f16() { return find_format("f16"); }
+inline format q4_K() { return find_format("q4_K"); }
+inline format q6_K() { return find_format("q6_K"); }
 }  // namespace formats
 
 }  // namespace ct
