@@ -23,3 +23,4 @@
 #include "ct/ops/eval.hpp"
 #include "ct/ops/nn.hpp"
 #include "ct/ops/matmul.hpp"
+#include "ct/version.hpp"
