@@ -14,12 +14,6 @@ namespace ct::detail::encoded {
 
 namespace {
 
-float fold(float* lane) {
-  for (index_t w = qdot_lanes / 2; w >= 1; w /= 2)
-    for (index_t l = 0; l < w; ++l) lane[l] = lane[l] + lane[l + w];
-  return lane[0];
-}
-
 template <bool kQ4, bool kFused>
 float qdot_32(const unsigned char* w, qactivation x, index_t blocks) {
   float lane[qdot_lanes] = {};
@@ -39,7 +33,7 @@ float qdot_32(const unsigned char* w, qactivation x, index_t blocks) {
     float& l = lane[b % qdot_lanes];
     l = mm::muladd<kFused>(scale, static_cast<float>(isum), l);
   }
-  return fold(lane);
+  return fold_lanes(lane);
 }
 
 template <bool kFused>

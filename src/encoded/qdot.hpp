@@ -24,6 +24,14 @@ namespace ct::detail::encoded {
 
 inline constexpr index_t qdot_lanes = 16;
 
+/// The q8_0 / q4_0 order's last step, shared by every kernel so the bits agree: the 16 virtual
+/// lanes fold pairwise, lane l += lane l + w for w = 8, 4, 2, 1; returns lane 0.
+inline float fold_lanes(float* lane) noexcept {
+  for (index_t w = qdot_lanes / 2; w >= 1; w /= 2)
+    for (index_t l = 0; l < w; ++l) lane[l] = lane[l] + lane[l + w];
+  return lane[0];
+}
+
 /// An activation vector of K values quantized for an integer dot: K int8 quants in [-127, 127]
 /// (ct's quantizer never gives -128: the AVX2 kernels' sign trick needs it), one float scale per
 /// activation block (see qdot_kernel), and `sums`, the sum of every 16 consecutive quants (the

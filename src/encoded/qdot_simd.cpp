@@ -190,9 +190,7 @@ float QDot32(const unsigned char* w, qactivation x, index_t blocks) {
   }
   alignas(64) float lane[16];
   hn::Store(acc, df, lane);
-  for (index_t width = qdot_lanes / 2; width >= 1; width /= 2)
-    for (index_t l = 0; l < width; ++l) lane[l] = lane[l] + lane[l + width];
-  return lane[0];
+  return fold_lanes(lane);
 }
 
 #elif HWY_TARGET == HWY_AVX2
@@ -255,9 +253,7 @@ float QDot32(const unsigned char* w, qactivation x, index_t blocks) {
   alignas(32) float lane[16];
   _mm256_store_ps(lane, acc[0]);
   _mm256_store_ps(lane + 8, acc[1]);
-  for (index_t width = qdot_lanes / 2; width >= 1; width /= 2)
-    for (index_t l = 0; l < width; ++l) lane[l] = lane[l] + lane[l + width];
-  return lane[0];
+  return fold_lanes(lane);
 }
 
 #endif
