@@ -1,5 +1,6 @@
-// ct/asio.hpp — ct::asio_executor, the adapter for boost::asio::thread_pool.
-// The only ct header that includes Boost.Asio.
+/// \file
+/// The adapter for boost::asio::thread_pool: ct::asio_executor.
+/// The only ct header that includes Boost.Asio.
 #pragma once
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>

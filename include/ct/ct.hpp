@@ -1,4 +1,6 @@
-// ct/ct.hpp — the umbrella header: everything except the Boost.Asio adapter (<ct/asio.hpp>).
+/// \file
+/// The umbrella header: everything except the thread-pool adapters (ct/asio.hpp, ct/tbb.hpp,
+/// ct/openmp.hpp), which each need a library of their own.
 #pragma once
 #include "ct/core/compare.hpp"
 #include "ct/core/dims.hpp"

@@ -278,7 +278,7 @@ TEST_CASE("contract §5: failing scratch allocation leaves the destination uncha
 // themselves allocate nothing, so no allocation can fail once some groups wrote results.
 // The global operator new of this test binary (support/allocation_guard.cpp) throws while a
 // callback of the executor below runs on this thread.
-TEST_CASE("contract §5: reduction callbacks allocate nothing", "[scheduling][fused]") {
+TEST_CASE("contract §5: reduction callbacks allocate nothing", "[scheduling][fused][allocation]") {
   // Four ranges, run one after the other on this thread with allocation forbidden.
   ct::executor strict = [](index_t n, ct::range_callback cb) {
     for (index_t k = 0; k < 4; ++k) {

@@ -12,28 +12,54 @@
 #include "support/asio_options.hpp"
 #include "support/executors.hpp"
 #include "support/reference.hpp"
+// The optional adapters join the zoo when tests/meson.build found their library (not every
+// build has them: see tests/meson.build for ThreadSanitizer).
+#ifdef CT_TEST_HAVE_TBB
+#include <oneapi/tbb/task_arena.h>
+
+#include "ct/tbb.hpp"
+#endif
+#ifdef CT_TEST_HAVE_OPENMP
+#include "ct/openmp.hpp"
+#endif
 
 namespace ct_test {
 
-// Every executor the determinism promise covers. The Asio pool outlives the returned list.
+// Every executor the determinism promise covers. The Asio pool (and the TBB arena) outlive
+// the returned list.
 struct executor_zoo {
   boost::asio::thread_pool pool{3};
+#ifdef CT_TEST_HAVE_TBB
+  tbb::task_arena arena{2};
+#endif
   static ct::asio_options lingering() {
     ct::asio_options o;
     o.linger = std::chrono::microseconds(200);
     return o;
   }
   std::vector<std::pair<std::string, ct::executor>> all() {
-    return {{"none", ct::executor{}},
-            {"serial 64", ct_test::serial_64_executor()},
-            {"three-worker pool", ct_test::three_worker_executor()},
-            {"asio 1", ct::asio_executor(pool, 1)},
-            {"asio 2", ct::asio_executor(pool, 2, ct_test::sharing())},
-            {"asio 2 default", ct::asio_executor(pool, 2)},
-            {"asio 7", ct::asio_executor(pool, 7, ct_test::sharing())},
-            {"asio 3 lingering", ct::asio_executor(pool, 3, lingering())},
-            {"random partition a", ct_test::random_partition_executor(1)},
-            {"random partition b", ct_test::random_partition_executor(2)}};
+    std::vector<std::pair<std::string, ct::executor>> list{
+        {"none", ct::executor{}},
+        {"serial 64", ct_test::serial_64_executor()},
+        {"three-worker pool", ct_test::three_worker_executor()},
+        {"asio 1", ct::asio_executor(pool, 1)},
+        {"asio 2", ct::asio_executor(pool, 2, ct_test::sharing())},
+        {"asio 2 default", ct::asio_executor(pool, 2)},
+        {"asio 7", ct::asio_executor(pool, 7, ct_test::sharing())},
+        {"asio 3 lingering", ct::asio_executor(pool, 3, lingering())},
+        {"random partition a", ct_test::random_partition_executor(1)},
+        {"random partition b", ct_test::random_partition_executor(2)}};
+#ifdef CT_TEST_HAVE_TBB
+    list.emplace_back("tbb default arena", ct::tbb_executor());
+    list.emplace_back("tbb arena of 2, grain 3", ct::tbb_executor(arena, {2, 3}));
+#endif
+#ifdef CT_TEST_HAVE_OPENMP
+    list.emplace_back("openmp default", ct::openmp_executor());
+    ct::openmp_options three;
+    three.threads = 3;
+    list.emplace_back("openmp 3 threads", ct::openmp_executor(three));
+#endif
+    return list;
   }
   ~executor_zoo() { pool.join(); }
 };

@@ -1,4 +1,5 @@
-// ct/core/compare.hpp — whole-tensor comparisons for tests and users.
+/// \file
+/// Whole-tensor comparisons for tests and users.
 #pragma once
 #include <cmath>
 

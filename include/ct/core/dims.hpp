@@ -1,4 +1,6 @@
-// ct/core/dims.hpp — a small fixed-capacity list of indices, used for shapes and strides.
+/// \file
+/// Shapes and strides: ct::dims, a small fixed-capacity list of indices, and the shape helpers
+/// (element counts, row-major strides, axis normalisation, broadcasting).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -16,8 +18,11 @@ namespace ct {
 /// Up to max_rank indices stored inline, so that shapes and strides never allocate.
 class dims {
  public:
+  /// An empty list (the shape of a rank-0 tensor).
   constexpr dims() = default;
+  /// The given values, such as `{2, 3}`; ct::shape_error when there are more than max_rank.
   dims(std::initializer_list<index_t> values) { assign(values.begin(), values.end()); }
+  /// The values of a vector; ct::shape_error when there are more than max_rank.
   explicit dims(const std::vector<index_t>& values) { assign(values.begin(), values.end()); }
   /// n copies of value.
   static dims filled(int n, index_t value) {
@@ -26,40 +31,57 @@ class dims {
     return d;
   }
 
+  /// Number of entries (the rank, for a shape).
   int size() const noexcept { return n_; }
+  /// True when there are no entries.
   bool empty() const noexcept { return n_ == 0; }
+  /// Entry i, unchecked: i must be in [0, size()).
   index_t& operator[](int i) noexcept { return v_[static_cast<std::size_t>(i)]; }
+  /// Entry i by value, unchecked: i must be in [0, size()).
   index_t operator[](int i) const noexcept { return v_[static_cast<std::size_t>(i)]; }
+  /// Pointer to the first entry.
   index_t* begin() noexcept { return v_.data(); }
+  /// Pointer past the last entry.
   index_t* end() noexcept { return v_.data() + n_; }
+  /// Pointer to the first entry.
   const index_t* begin() const noexcept { return v_.data(); }
+  /// Pointer past the last entry.
   const index_t* end() const noexcept { return v_.data() + n_; }
+  /// The last entry; the list must not be empty.
   index_t back() const noexcept { return v_[static_cast<std::size_t>(n_ - 1)]; }
 
+  /// Appends value; ct::shape_error when the list already holds max_rank entries.
   void push_back(index_t value) {
     check_capacity(n_ + 1);
     v_[static_cast<std::size_t>(n_++)] = value;
   }
+  /// Inserts value before entry pos (pos in [0, size()]); ct::shape_error when the list is full.
   void insert(int pos, index_t value) {
     check_capacity(n_ + 1);
     for (int i = n_; i > pos; --i) v_[static_cast<std::size_t>(i)] = v_[static_cast<std::size_t>(i - 1)];
     v_[static_cast<std::size_t>(pos)] = value;
     ++n_;
   }
+  /// Removes entry pos, unchecked: pos must be in [0, size()).
   void erase(int pos) {
     for (int i = pos; i + 1 < n_; ++i) v_[static_cast<std::size_t>(i)] = v_[static_cast<std::size_t>(i + 1)];
     --n_;
   }
+  /// Keeps the first n entries, or appends copies of value up to n; ct::shape_error when
+  /// n > max_rank.
   void resize(int n, index_t value = 0) {
     check_capacity(n);
     for (int i = n_; i < n; ++i) v_[static_cast<std::size_t>(i)] = value;
     n_ = n;
   }
+  /// The entries as a std::vector.
   std::vector<index_t> to_vector() const { return {begin(), end()}; }
 
+  /// Same number of entries and equal entries.
   friend bool operator==(const dims& a, const dims& b) noexcept {
     return a.n_ == b.n_ && std::equal(a.begin(), a.end(), b.begin());
   }
+  /// Not operator==.
   friend bool operator!=(const dims& a, const dims& b) noexcept { return !(a == b); }
 
   /// "[2, 3, 4]" — the form used in every error message.
@@ -71,6 +93,7 @@ class dims {
     }
     return s + "]";
   }
+  /// Writes str() to os.
   friend std::ostream& operator<<(std::ostream& os, const dims& d) { return os << d.str(); }
 
  private:

@@ -1,18 +1,19 @@
-// ct/core/dtype.hpp — the element types ct supports: ONE table, and everything derived from it.
-//
-// Each row of CT_ELEMENT_TYPES is (tag, C++ type, name, kind). The runtime tag (ct::dtype), the
-// compile-time traits, the names in messages and the dispatch from a tag to its C++ type
-// (ct::visit_dtype) all come from that list, so adding a type is one row here (plus its
-// kernels where its kind needs new ones).
-//
-// Kinds:
-// - floating:      float, double — computed in their own precision.
-// - storage_float: bfloat16, float16 — stored in two bytes, computed in float32 (loads widen
-//                  exactly, the final store rounds to nearest even; see ct/core/float16.hpp).
-// - signed_int, unsigned_int: computed in their own type; results wrap modulo 2^bits like
-//                  NumPy's fixed-width integers (sums and products of the narrow ones
-//                  accumulate in int64, see docs/expressions.md).
-// - boolean:       one byte per element, 0 or 1.
+/// \file
+/// The element types ct supports: one table, and everything derived from it.
+///
+/// Each row of CT_ELEMENT_TYPES is (tag, C++ type, name, kind). The runtime tag (ct::dtype), the
+/// compile-time traits, the names in messages and the dispatch from a tag to its C++ type
+/// (ct::visit_dtype) all come from that list, so adding a type is one row here (plus its
+/// kernels where its kind needs new ones).
+///
+/// Kinds:
+/// - floating:      float, double — computed in their own precision.
+/// - storage_float: bfloat16, float16 — stored in two bytes, computed in float32 (loads widen
+///                  exactly, the final store rounds to nearest even; see ct/core/float16.hpp).
+/// - signed_int, unsigned_int: computed in their own type; results wrap modulo 2^bits like
+///                  NumPy's fixed-width integers (sums and products of the narrow ones
+///                  accumulate in int64, see docs/expressions.md).
+/// - boolean:       one byte per element, 0 or 1.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +26,9 @@ namespace ct {
 static_assert(sizeof(bool) == 1, "ct stores bool tensors one byte per element");
 
 // clang-format off
+/// The element-type table: X(tag, C++ type, name, kind) once per type. ct::dtype,
+/// ct::element_traits and ct::visit_dtype are generated from it; expand it with your own X to
+/// list the types.
 #define CT_ELEMENT_TYPES(X)                              \
   X(f32,  float,          "float32",  floating)          \
   X(f64,  double,         "float64",  floating)          \
@@ -38,16 +42,21 @@ static_assert(sizeof(bool) == 1, "ct stores bool tensors one byte per element");
   X(i16,  std::int16_t,   "int16",    signed_int)
 // clang-format on
 
-/// The runtime tag of an element type.
+/// The runtime tag of an element type. Its enumerators are generated, one per row of
+/// CT_ELEMENT_TYPES (so the reference cannot list them): f32, f64, i32, i64, b8 (bool), bf16,
+/// f16, i8, u8, i16.
 enum class dtype : std::uint8_t {
 #define CT_DTYPE_ENUM(tag, T, name, kind) tag,
   CT_ELEMENT_TYPES(CT_DTYPE_ENUM)
 #undef CT_DTYPE_ENUM
 };
 
+/// How ct stores and computes an element type: floating, storage_float (16-bit floats computed
+/// in float32), signed_int, unsigned_int or boolean (see ct/core/dtype.hpp).
 enum class dtype_kind : std::uint8_t { floating, storage_float, signed_int, unsigned_int, boolean };
 
-/// Compile-time facts about an element type; only the table's types have them.
+/// Compile-time facts about an element type; only the table's types have them: `tag` (its
+/// ct::dtype), `name` (as in messages) and `kind` (its ct::dtype_kind).
 template <class T>
 struct element_traits;
 
@@ -58,16 +67,21 @@ struct element_traits;
     static constexpr const char* name = name_;                     \
     static constexpr dtype_kind kind = dtype_kind::kind_;          \
   };
+// (Doxygen: the generated specializations stay out of the reference; element_traits says it all.)
+/// \cond
 CT_ELEMENT_TYPES(CT_DTYPE_TRAITS)
+/// \endcond
 #undef CT_DTYPE_TRAITS
 
 /// True for the element types a ct::tensor may hold.
 template <class T>
 inline constexpr bool is_element_v = requires { element_traits<T>::tag; };
 
+/// A type a ct::tensor may hold: one of the CT_ELEMENT_TYPES rows.
 template <class T>
 concept element = is_element_v<T>;
 
+/// The ct::dtype_kind of T.
 template <element T>
 inline constexpr dtype_kind kind_of_v = element_traits<T>::kind;
 
@@ -75,12 +89,14 @@ inline constexpr dtype_kind kind_of_v = element_traits<T>::kind;
 /// softmax… accept these).
 template <class T>
 inline constexpr bool is_floating_element_v = false;
+/// The value for element types: true for the floating and storage_float kinds.
 template <element T>
 inline constexpr bool is_floating_element_v<T> = kind_of_v<T> == dtype_kind::floating || kind_of_v<T> == dtype_kind::storage_float;
 
 /// Integer element types (not bool).
 template <class T>
 inline constexpr bool is_integer_element_v = false;
+/// The value for element types: true for the signed_int and unsigned_int kinds.
 template <element T>
 inline constexpr bool is_integer_element_v<T> = kind_of_v<T> == dtype_kind::signed_int || kind_of_v<T> == dtype_kind::unsigned_int;
 
@@ -88,6 +104,7 @@ inline constexpr bool is_integer_element_v<T> = kind_of_v<T> == dtype_kind::sign
 template <element T>
 using compute_type_t = std::conditional_t<kind_of_v<T> == dtype_kind::storage_float, float, T>;
 
+/// The runtime tag of T.
 template <element T>
 constexpr dtype dtype_of() noexcept {
   return element_traits<T>::tag;
@@ -125,12 +142,15 @@ constexpr decltype(auto) visit_dtype(dtype t, F&& f) {
   __builtin_unreachable();  // every enumerator has a case above (-Wswitch checks it)
 }
 
+/// The name of tag t used in messages.
 constexpr const char* dtype_name(dtype t) noexcept {
   return visit_dtype(t, [](auto v) { return element_traits<decltype(v)>::name; });
 }
+/// Bytes per element of tag t.
 constexpr std::size_t dtype_bytes(dtype t) noexcept {
   return visit_dtype(t, [](auto v) { return sizeof(v); });
 }
+/// The ct::dtype_kind of tag t.
 constexpr dtype_kind kind_of(dtype t) noexcept {
   return visit_dtype(t, [](auto v) { return element_traits<decltype(v)>::kind; });
 }
@@ -138,6 +158,7 @@ constexpr dtype_kind kind_of(dtype t) noexcept {
 constexpr dtype compute_dtype(dtype t) noexcept {
   return kind_of(t) == dtype_kind::storage_float ? dtype::f32 : t;
 }
+/// True for the floating-point tags, the 16-bit storage floats included.
 constexpr bool is_floating(dtype t) noexcept {
   return kind_of(t) == dtype_kind::floating || kind_of(t) == dtype_kind::storage_float;
 }

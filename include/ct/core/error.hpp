@@ -1,5 +1,6 @@
-// ct/core/error.hpp — the exception hierarchy. Every error ct raises derives from ct::error,
-// and its message names the operation and the offending shapes, axes, types or ranges.
+/// \file
+/// The exception hierarchy. Every error ct raises derives from ct::error, and its message
+/// names the operation and the offending shapes, axes, types or ranges.
 #pragma once
 #include <stdexcept>
 #include <string>

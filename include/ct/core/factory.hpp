@@ -1,4 +1,5 @@
-// ct/core/factory.hpp — making tensors: zeros, ones, full, arange, from lists and vectors.
+/// \file
+/// Making tensors: zeros, ones, full, arange, from lists and vectors.
 #pragma once
 #include <cmath>
 #include <initializer_list>
@@ -8,16 +9,20 @@
 
 namespace ct {
 
+/// A new zero-filled tensor of the given shape (ct::shape_error for a negative extent or an
+/// element count that overflows, as for every factory).
 template <element T>
 tensor<T> zeros(const dims& shape) {
   return tensor<T>(shape);
 }
+/// A new tensor of the given shape with every element set to value.
 template <element T>
 tensor<T> full(const dims& shape, T value) {
   tensor<T> t(shape);
   t.fill(value);
   return t;
 }
+/// A new tensor of the given shape filled with 1 (true for bool).
 template <element T>
 tensor<T> ones(const dims& shape) {
   return full<T>(shape, to_element<T>(1));
@@ -29,7 +34,7 @@ tensor<T> scalar(T value) {
 }
 
 /// [start, start+step, …) up to but excluding stop, as in numpy.arange.
-/// 16-bit floats step in double and round each value once.
+/// 16-bit floats step in double and round each value once. ct::error when step is 0.
 template <element T>
 tensor<T> arange(T start, T stop, T step = to_element<T>(1)) {
   if (static_cast<double>(step) == 0) throw error("ct::arange: step must not be 0");
@@ -44,12 +49,14 @@ tensor<T> arange(T start, T stop, T step = to_element<T>(1)) {
   }
   return t;
 }
+/// [0, 1, …) up to but excluding stop.
 template <element T>
 tensor<T> arange(T stop) {
   return arange<T>(to_element<T>(0), stop, to_element<T>(1));
 }
 
-/// A row-major copy of values viewed with the given shape (sizes must match).
+/// A row-major copy of values viewed with the given shape (ct::shape_error unless the sizes
+/// match).
 template <element T>
 tensor<T> from_vector(const std::vector<T>& values, const dims& shape) {
   if (static_cast<index_t>(values.size()) != element_count(shape))
@@ -99,13 +106,17 @@ tensor<T> from_nested(typename nested_list<T, D>::type list) {
 }
 }  // namespace detail
 
-/// Tensors from nested braces, e.g. ct::from_list<float>({{1, 2}, {3, 4}}) (rank 1 to 4).
+/// Tensors from nested braces (rank 1 to 4), such as ct::from_list<float>({{1, 2}, {3, 4}}).
+/// This overload: a rank-1 tensor. Ragged lists throw ct::shape_error.
 template <element T>
 tensor<T> from_list(typename detail::nested_list<T, 1>::type l) { return detail::from_nested<T, 1>(l); }
+/// A rank-2 tensor from nested braces; ct::shape_error for ragged lists.
 template <element T>
 tensor<T> from_list(typename detail::nested_list<T, 2>::type l) { return detail::from_nested<T, 2>(l); }
+/// A rank-3 tensor from nested braces; ct::shape_error for ragged lists.
 template <element T>
 tensor<T> from_list(typename detail::nested_list<T, 3>::type l) { return detail::from_nested<T, 3>(l); }
+/// A rank-4 tensor from nested braces; ct::shape_error for ragged lists.
 template <element T>
 tensor<T> from_list(typename detail::nested_list<T, 4>::type l) { return detail::from_nested<T, 4>(l); }
 

@@ -1,26 +1,27 @@
-// ct/core/float16.hpp — the 16-bit floating-point storage types ct::bfloat16 and ct::float16.
-//
-// Both are storage formats: a tensor holds them two bytes per element, and ct computes with
-// them in float32 (loads widen exactly, the final store rounds to nearest, ties to even).
-// - bfloat16: the top half of a float32 (8 exponent bits, 7 mantissa bits). Widening is exact;
-//   narrowing rounds to nearest even, overflows to ±inf (values of at least
-//   (2 - 2^-8) * 2^127 in magnitude), keeps subnormals (no flush to zero), and turns a NaN into
-//   a quiet NaN with the same sign and the top payload bits.
-// - float16: IEEE 754 binary16 (5 exponent bits, 10 mantissa bits, max 65504). Narrowing
-//   rounds to nearest even (values of at least 65520 in magnitude become ±inf), produces
-//   subnormals down to 2^-24, and quiets NaNs keeping the top payload bits, as the F16C
-//   instructions do.
-// Widening a NaN keeps its bits (sign, payload, and a signalling NaN stays signalling, for
-// both formats: the float has the 16-bit pattern in its top bits), so it is exact for every
-// input; narrowing a NaN always gives a quiet NaN.
-// These scalar conversions are the reference: the SIMD kernels (src/kernels/convert.hpp) give
-// the same bits for every input on every target. They use integer arithmetic only, so they
-// do not depend on the floating-point environment (rounding mode, flush-to-zero).
-//
-// Construction from double (and from integers) rounds the exact value once, directly to the
-// 16-bit format: going through float would round twice and can be wrong by one unit in the
-// last place, e.g. 1 + 2^-8 + 2^-30 is above the halfway point between the bfloat16 neighbours
-// 1 and 1 + 2^-7, but float rounds it to 1 + 2^-8 (the halfway point), which then goes to even (1).
+/// \file
+/// The 16-bit floating-point storage types ct::bfloat16 and ct::float16.
+///
+/// Both are storage formats: a tensor holds them two bytes per element, and ct computes with
+/// them in float32 (loads widen exactly, the final store rounds to nearest, ties to even).
+/// - bfloat16: the top half of a float32 (8 exponent bits, 7 mantissa bits). Widening is exact;
+///   narrowing rounds to nearest even, overflows to ±inf (values of at least
+///   (2 - 2^-8) * 2^127 in magnitude), keeps subnormals (no flush to zero), and turns a NaN into
+///   a quiet NaN with the same sign and the top payload bits.
+/// - float16: IEEE 754 binary16 (5 exponent bits, 10 mantissa bits, max 65504). Narrowing
+///   rounds to nearest even (values of at least 65520 in magnitude become ±inf), produces
+///   subnormals down to 2^-24, and quiets NaNs keeping the top payload bits, as the F16C
+///   instructions do.
+/// Widening a NaN keeps its bits (sign, payload, and a signalling NaN stays signalling, for
+/// both formats: the float has the 16-bit pattern in its top bits), so it is exact for every
+/// input; narrowing a NaN always gives a quiet NaN.
+/// These scalar conversions are the reference: the SIMD kernels (src/kernels/convert.hpp) give
+/// the same bits for every input on every target. They use integer arithmetic only, so they
+/// do not depend on the floating-point environment (rounding mode, flush-to-zero).
+///
+/// Construction from double (and from integers) rounds the exact value once, directly to the
+/// 16-bit format: going through float would round twice and can be wrong by one unit in the
+/// last place, e.g. 1 + 2^-8 + 2^-30 is above the halfway point between the bfloat16 neighbours
+/// 1 and 1 + 2^-7, but float rounds it to 1 + 2^-8 (the halfway point), which then goes to even (1).
 #pragma once
 #include <bit>
 #include <concepts>
@@ -156,18 +157,24 @@ constexpr std::uint16_t double_to_f16_bits(double d) noexcept { return double_to
 
 /// Brain floating point: a float32 with the low 16 mantissa bits dropped (rounded).
 struct bfloat16 {
+  /// The bit pattern: sign, 8 exponent bits, 7 mantissa bits.
   std::uint16_t bits = 0;
+  /// +0.
   constexpr bfloat16() noexcept = default;
-  /// Each constructor rounds its argument's exact value once to nearest, ties to even (double
-  /// and integers directly, not through float).
+  /// From a float, rounded to nearest, ties to even. Each constructor rounds its argument's
+  /// exact value once (double and integers directly, not through float).
   constexpr explicit bfloat16(float f) noexcept : bits(detail::float_to_bf16_bits(f)) {}
+  /// From a double, rounded once (not through float).
   constexpr explicit bfloat16(double d) noexcept : bits(detail::double_to_bf16_bits(d)) {}
+  /// From an integer of at most 64 bits, rounded once.
   template <std::integral I>
     requires(sizeof(I) <= sizeof(std::uint64_t))
   constexpr explicit bfloat16(I v) noexcept : bits(detail::integer_to_16_bits<8, 7>(v)) {}
-  /// Exact (a signalling NaN stays signalling in float; double conversion may quiet it).
+  /// The value as a float, exactly (a signalling NaN stays signalling).
   constexpr explicit operator float() const noexcept { return detail::bf16_bits_to_float(bits); }
+  /// The value as a double: exact, except that a signalling NaN may become quiet.
   constexpr explicit operator double() const noexcept { return detail::bf16_bits_to_float(bits); }
+  /// The value with bit pattern b.
   static constexpr bfloat16 from_bits(std::uint16_t b) noexcept {
     bfloat16 v;
     v.bits = b;
@@ -179,23 +186,30 @@ struct bfloat16 {
 
 /// IEEE 754 binary16.
 struct float16 {
+  /// The bit pattern: sign, 5 exponent bits, 10 mantissa bits.
   std::uint16_t bits = 0;
+  /// +0.
   constexpr float16() noexcept = default;
-  /// Each constructor rounds its argument's exact value once to nearest, ties to even (double
-  /// and integers directly, not through float).
+  /// From a float, rounded to nearest, ties to even. Each constructor rounds its argument's
+  /// exact value once (double and integers directly, not through float).
   constexpr explicit float16(float f) noexcept : bits(detail::float_to_f16_bits(f)) {}
+  /// From a double, rounded once (not through float).
   constexpr explicit float16(double d) noexcept : bits(detail::double_to_f16_bits(d)) {}
+  /// From an integer of at most 64 bits, rounded once.
   template <std::integral I>
     requires(sizeof(I) <= sizeof(std::uint64_t))
   constexpr explicit float16(I v) noexcept : bits(detail::integer_to_16_bits<5, 10>(v)) {}
-  /// Exact (a signalling NaN stays signalling in float; double conversion may quiet it).
+  /// The value as a float, exactly (a signalling NaN stays signalling).
   constexpr explicit operator float() const noexcept { return detail::f16_bits_to_float(bits); }
+  /// The value as a double: exact, except that a signalling NaN may become quiet.
   constexpr explicit operator double() const noexcept { return detail::f16_bits_to_float(bits); }
+  /// The value with bit pattern b.
   static constexpr float16 from_bits(std::uint16_t b) noexcept {
     float16 v;
     v.bits = b;
     return v;
   }
+  /// Bitwise equality (what tensors compare for "the same bits"); use float(x) for numeric ==.
   friend constexpr bool same_bits(float16 a, float16 b) noexcept { return a.bits == b.bits; }
 };
 

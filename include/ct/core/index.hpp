@@ -1,7 +1,11 @@
-// ct/core/index.hpp — the signed index type used for every extent, stride and group count.
+/// \file
+/// The signed index type ct::index_t, used for every extent, stride and group count, and
+/// ct::max_rank.
 #pragma once
 #include <cstdint>
 
+/// Everything ct offers: tensors, lazy expressions and their evaluation, matrix products,
+/// encoded weights, and the executor and settings bindings of the calling thread.
 namespace ct {
 
 /// Signed 64-bit index. Signed so that negative axes/indices and stride arithmetic read

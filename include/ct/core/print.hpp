@@ -1,4 +1,5 @@
-// ct/core/print.hpp — operator<< for tensors, in a NumPy-like nested-bracket form.
+/// \file
+/// Printing tensors: operator<< in a NumPy-like nested-bracket form, and ct::to_string.
 #pragma once
 #include <ostream>
 #include <sstream>
@@ -45,7 +46,9 @@ void print_axis(std::ostream& os, const tensor<T>& t, int axis, index_t offset, 
 }
 }  // namespace detail
 
-/// Prints e.g. [[1, 2, 3],\n [4, 5, 6]]; large tensors are summarised with "...".
+/// Prints t in nested brackets, such as `[[1, 2, 3], [4, 5, 6]]` (one line per row); tensors of
+/// more than 1000 elements show only the first and last 3 items of each longer axis, around
+/// "...".
 template <element T>
 std::ostream& operator<<(std::ostream& os, const tensor<T>& t) {
   if (t.rank() == 0) {

@@ -1,7 +1,8 @@
-// ct/core/random.hpp — seeded random fills that give the same numbers on every platform.
-//
-// std:: distributions are implementation-defined, so ct draws from its own generator
-// (SplitMix64 seeding a xoshiro256** stream) and maps bits to values itself.
+/// \file
+/// Seeded random fills that give the same numbers on every platform.
+///
+/// std:: distributions are implementation-defined, so ct draws from its own generator
+/// (SplitMix64 seeding a xoshiro256** stream) and maps bits to values itself.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -13,6 +14,7 @@ namespace ct {
 /// xoshiro256** seeded through SplitMix64: small, fast, and reproducible everywhere.
 class random_generator {
  public:
+  /// The stream of seed: equal seeds give equal streams.
   explicit random_generator(std::uint64_t seed) {
     for (auto& s : s_) {
       seed += 0x9e3779b97f4a7c15ULL;
@@ -22,6 +24,7 @@ class random_generator {
       s = z ^ (z >> 31);
     }
   }
+  /// The next 64 random bits.
   std::uint64_t next() noexcept {
     const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
     const std::uint64_t t = s_[1] << 17;
@@ -69,7 +72,8 @@ tensor<T> random_uniform(const dims& shape, std::uint64_t seed, T lo = to_elemen
   return t;
 }
 
-/// Normally distributed floating-point values.
+/// Normally distributed floating-point values of the given mean and standard deviation,
+/// drawn in row-major order.
 template <element T>
   requires is_floating_element_v<T>
 tensor<T> random_normal(const dims& shape, std::uint64_t seed, T mean = to_element<T>(0), T stddev = to_element<T>(1)) {

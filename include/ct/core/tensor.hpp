@@ -1,9 +1,10 @@
-// ct/core/tensor.hpp — ct::tensor<T>: an n-dimensional, strided, reference-counted array.
-//
-// A tensor is a handle: copying it shares the elements (like a NumPy array or a
-// std::shared_ptr), views (slice, permute, reshape, broadcast_to, …) share them too, and
-// clone()/contiguous() make real copies. Element access through a const handle still
-// yields mutable elements, as with std::span; constness of the handle protects its shape.
+/// \file
+/// The tensor type ct::tensor<T>: an n-dimensional, strided, reference-counted array.
+///
+/// A tensor is a handle: copying it shares the elements (like a NumPy array or a
+/// std::shared_ptr), views (slice, permute, reshape, broadcast_to, …) share them too, and
+/// clone()/contiguous() make real copies. Element access through a const handle still
+/// yields mutable elements, as with std::span; constness of the handle protects its shape.
 #pragma once
 #include <memory>
 #include <optional>
@@ -17,8 +18,8 @@
 #include "ct/core/storage.hpp"
 #include "ct/core/strided.hpp"
 
-// Bounds checking of t(i, j, …) is on in debug builds (NDEBUG undefined) and whenever
-// CT_CHECK_BOUNDS is defined; t.at(…) always checks.
+/// Bounds checking of t(i, j, …) is on in debug builds (NDEBUG undefined) and whenever
+/// CT_CHECK_BOUNDS is defined; t.at(…) always checks.
 #if !defined(NDEBUG) && !defined(CT_CHECK_BOUNDS)
 #define CT_CHECK_BOUNDS 1
 #endif
@@ -28,8 +29,11 @@ namespace ct {
 /// One axis of a multi-axis slice, with Python semantics: omitted start/stop mean "from the
 /// beginning"/"to the end" in the direction of step; negative values count from the end.
 struct range {
+  /// The first index taken; none: the first in the direction of step.
   std::optional<index_t> start{};
+  /// The index the slice stops before; none: run to the end in the direction of step.
   std::optional<index_t> stop{};
+  /// The distance between taken indices; negative walks backwards, 0 is an index_error.
   index_t step = 1;
 };
 /// The whole axis (same as range{}).
@@ -46,15 +50,20 @@ template <class E>
 concept expression_node = requires { E::is_ct_expression; };
 }  // namespace detail
 
+/// An n-dimensional, strided array of T behind a reference-counted handle: copies and views
+/// share the elements, clone() copies them (more in ct/core/tensor.hpp). Operations on tensors
+/// build lazy expressions (ct/expr) that ct::eval or the converting constructor evaluates.
 template <element T>
 class tensor {
  public:
+  /// The element type.
   using value_type = T;
 
   /// An empty one-dimensional tensor of extent 0.
   tensor() : shape_{0}, strides_{1} {}
 
-  /// A new zero-filled, row-major tensor of the given shape.
+  /// A new zero-filled, row-major tensor of the given shape (ct::shape_error for a negative
+  /// extent or an element count that overflows).
   explicit tensor(const dims& shape) : shape_(shape), strides_(row_major_strides(shape)) {
     owner_ = detail::allocate_storage<T>(element_count(shape), &data_);
   }
@@ -64,11 +73,15 @@ class tensor {
     requires detail::expression_node<E>
   tensor(const E& e);  // NOLINT(google-explicit-constructor): `tensor<float> t = expr;` by design
 
+  /// Number of axes (0 for a scalar).
   int rank() const noexcept { return shape_.size(); }
+  /// The extent of every axis.
   const dims& shape() const noexcept { return shape_; }
+  /// The extent of one axis (negative counts from the end); ct::axis_error when out of range.
   index_t shape(int axis) const { return shape_[normalize_axis(axis, shape_, "tensor::shape")]; }
   /// Strides in elements (not bytes); 0 along broadcast axes.
   const dims& strides() const noexcept { return strides_; }
+  /// Number of elements: the product of the extents.
   index_t size() const noexcept {
     index_t n = 1;
     for (index_t e : shape_) n *= e;
@@ -316,6 +329,7 @@ class tensor {
  private:
   template <element U>
   friend tensor<U> detail::make_view(const tensor<U>&, U*, dims, dims);
+  /// ct::wrap sets up a tensor without storage of its own.
   template <element U>
   friend tensor<U> wrap(U*, const dims&, const dims&);
 
@@ -371,7 +385,8 @@ tensor<T> make_view(const tensor<T>& base, T* data, dims shape, dims strides) {
 
 /// A non-owning tensor over caller memory (no copy). Strides are in elements; the default
 /// is row-major. The caller keeps ownership and must keep the memory valid while the tensor
-/// (or any view or operation using it) is alive.
+/// (or any view or operation using it) is alive. ct::shape_error when strides and shape differ
+/// in length, ct::error for a null ptr with a non-empty shape.
 template <element T>
 tensor<T> wrap(T* ptr, const dims& shape, const dims& strides) {
   if (strides.size() != shape.size())
@@ -384,6 +399,7 @@ tensor<T> wrap(T* ptr, const dims& shape, const dims& strides) {
   t.strides_ = strides;
   return t;
 }
+/// The same with row-major strides.
 template <element T>
 tensor<T> wrap(T* ptr, const dims& shape) {
   return wrap(ptr, shape, row_major_strides(shape));

@@ -1,4 +1,5 @@
-// ct/exec/checked_executor.hpp — a debugging wrapper that verifies an executor's coverage.
+/// \file
+/// A debugging wrapper that verifies an executor's coverage.
 #pragma once
 #include "ct/exec/executor.hpp"
 
@@ -8,7 +9,7 @@ namespace ct {
 /// track: each range lies in [0, count), no group is run twice (overlap) and, when inner
 /// returns, every group was run (coverage). A violation raises ct::executor_error naming the
 /// range or the first missing group. Costs one byte per group per call: for tests and
-/// debugging, not production.
+/// debugging, not production. ct::error when inner is empty.
 executor checked_executor(executor inner);
 
 }  // namespace ct

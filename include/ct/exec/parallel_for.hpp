@@ -1,4 +1,5 @@
-// ct/exec/parallel_for.hpp — how ct hands groups of work to the bound executor.
+/// \file
+/// How ct hands groups of work to the bound executor: ct::parallel_for.
 #pragma once
 #include <string>
 

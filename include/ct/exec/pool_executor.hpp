@@ -1,4 +1,5 @@
-// ct/exec/pool_executor.hpp — adapting any "run this job on all workers and wait" pool.
+/// \file
+/// Adapting any "run this job on all workers and wait" pool: ct::pool_executor.
 #pragma once
 #include <utility>
 

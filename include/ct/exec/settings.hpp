@@ -1,8 +1,9 @@
-// ct/exec/settings.hpp — the per-thread kernel settings: SIMD backend and FMA policy.
-//
-// Like the executor, these are bindings of the calling thread, changed with RAII scopes.
-// Every scheduled operation captures them at the call site and re-establishes them inside
-// each executor callback, whichever thread runs it.
+/// \file
+/// The per-thread kernel settings: SIMD backend and FMA policy.
+///
+/// Like the executor, these are bindings of the calling thread, changed with RAII scopes.
+/// Every scheduled operation captures them at the call site and re-establishes them inside
+/// each executor callback, whichever thread runs it.
 #pragma once
 
 namespace ct {
@@ -17,35 +18,46 @@ enum class fma_policy { fused, separate };
 
 /// The bindings one thread holds. Defaults: simd backend, fused multiply-add.
 struct settings {
+  /// The kernels that run.
   ct::backend backend = ct::backend::simd;
+  /// Whether a*b+c is contracted into one fused multiply-add.
   ct::fma_policy fma = ct::fma_policy::fused;
+  /// Both settings equal.
   friend bool operator==(const settings&, const settings&) = default;
 };
 
 /// The settings in force on this thread.
 settings current_settings() noexcept;
+/// The backend in force on this thread.
 inline ct::backend current_backend() noexcept { return current_settings().backend; }
+/// The FMA policy in force on this thread.
 inline ct::fma_policy current_fma() noexcept { return current_settings().fma; }
 
 /// Binds both settings for the current thread until destroyed; the previous ones return.
 class settings_scope {
  public:
+  /// Binds s on this thread.
   explicit settings_scope(const settings& s) noexcept;
+  /// Brings back the settings in force before; destroy scopes on their thread, in reverse order
+  /// of creation.
   ~settings_scope();
+  /// Not copyable: each binding belongs to one scope.
   settings_scope(const settings_scope&) = delete;
+  /// Not assignable.
   settings_scope& operator=(const settings_scope&) = delete;
 
  private:
   settings previous_;
 };
 
-/// The name Highway gives the SIMD target backend::simd dispatches to on this CPU (e.g.
+/// The name Highway gives the SIMD target backend::simd dispatches to on this CPU (such as
 /// "AVX3_SPR", "AVX3", "AVX2"), for logs and benchmark records.
 const char* simd_target_name() noexcept;
 
 /// Binds only the backend (the FMA policy stays as it is).
 class backend_scope {
  public:
+  /// Binds backend b on this thread, keeping the current FMA policy.
   explicit backend_scope(ct::backend b) noexcept : scope_(with(b)) {}
 
  private:
@@ -60,6 +72,7 @@ class backend_scope {
 /// Binds only the FMA policy (the backend stays as it is).
 class fma_scope {
  public:
+  /// Binds FMA policy f on this thread, keeping the current backend.
   explicit fma_scope(ct::fma_policy f) noexcept : scope_(with(f)) {}
 
  private:

@@ -1,8 +1,9 @@
-// ct/exec/sharing_executor.hpp — an executor that shares each call's ranges between the calling
-// thread and helper jobs it hands to any thread pool through a `post` function.
-//
-// This is the machinery behind ct::asio_executor (ct/asio.hpp), compiled into libct so that it
-// needs no pool type: an adapter for another pool is one line that says how to post a job.
+/// \file
+/// An executor that shares each call's ranges between the calling thread and helper jobs it
+/// hands to any thread pool through a `post` function: ct::sharing_executor.
+///
+/// This is the machinery behind ct::asio_executor (ct/asio.hpp), compiled into libct so that it
+/// needs no pool type: an adapter for another pool is one line that says how to post a job.
 #pragma once
 #include <chrono>
 #include <functional>

@@ -1,10 +1,11 @@
-// ct/expr/functions.hpp — elementwise operators and functions building lazy expressions.
-//
-// Operands are tensors, expressions, or (for all but unary functions) plain numbers. Both
-// operands of a binary function must have the same element type: mixing needs an explicit
-// ct::cast<U>(e). A plain number adopts the element type of the other operand; a
-// floating-point number next to an integer operand is rejected at compile time.
-// Shapes broadcast like NumPy's; shapes that do not broadcast raise ct::shape_error naming both.
+/// \file
+/// Elementwise operators and functions building lazy expressions.
+///
+/// Operands are tensors, expressions, or (for all but unary functions) plain numbers. Both
+/// operands of a binary function must have the same element type: mixing needs an explicit
+/// ct::cast<U>(e). A plain number adopts the element type of the other operand; a
+/// floating-point number next to an integer operand is rejected at compile time.
+/// Shapes broadcast like NumPy's; shapes that do not broadcast raise ct::shape_error naming both.
 #pragma once
 #include <limits>
 
@@ -163,21 +164,29 @@ inline constexpr bool is_numeric_operand_v = !std::is_same_v<value_t<X>, bool>;
     static_assert(requirement<typename decltype(e)::value_type>, "ct: operator " #sym " is not defined for bool"); \
     return e;                                                                                     \
   }
+/// True for every element type but bool: the requirement of the arithmetic operators.
 template <class T>
 inline constexpr bool not_bool = !std::is_same_v<T, bool>;
+/// a + b elementwise: a lazy expression. Operands are tensors, expressions or plain numbers of
+/// one element type (not bool), broadcast like NumPy's; integers wrap around on overflow.
 CT_BINARY_OPERATOR(+, add, not_bool)
+/// a - b elementwise (see operator+ for operands).
 CT_BINARY_OPERATOR(-, sub, not_bool)
+/// a * b elementwise (see operator+ for operands).
 CT_BINARY_OPERATOR(*, mul, not_bool)
+/// a / b elementwise (see operator+ for operands). Integer division truncates; an integer
+/// division by zero makes ct::eval throw ct::error.
 CT_BINARY_OPERATOR(/, div, not_bool)
 #undef CT_BINARY_OPERATOR
 
 
-/// Elementwise maximum / minimum of two operands (NaN propagates). For reductions see ct::max.
+/// Elementwise maximum of two operands (NaN propagates). For reductions see ct::max.
 template <class A, class B>
   requires detail::binary_operands<A, B>
 auto maximum(const A& a, const B& b) {
   return detail::make_binary<detail::binary_fn<detail::binary_op::max>>(a, b);
 }
+/// Elementwise minimum of two operands (NaN propagates).
 template <class A, class B>
   requires detail::binary_operands<A, B>
 auto minimum(const A& a, const B& b) {
@@ -190,6 +199,7 @@ template <class A, class B>
 auto max(const A& a, const B& b) {
   return maximum(a, b);
 }
+/// ct::minimum(a, b), under the name min (see max(a, b)).
 template <class A, class B>
   requires(detail::operand<A> && (detail::operand<B> || std::is_floating_point_v<B>))
 auto min(const A& a, const B& b) {
@@ -231,6 +241,69 @@ auto muladd(const A& a, const B& b, const C& c) {
                   "ct::" #fname " needs floating-point operands; use ct::cast<float>(...) first");          \
     return detail::make_fn(detail::unary_fn<detail::unary_op::op>{}, detail::to_node(a));                  \
   }
+// Each unary function takes a tensor or an expression (not bool) and returns a lazy expression
+// of the same element type; those marked floating point reject integer operands at compile
+// time. The generated functions are documented here, one \fn block each.
+
+/// \fn ct::negative(const A& a)
+/// -x elementwise; integers wrap around on overflow, like NumPy's (also unary operator-).
+
+/// \fn ct::abs(const A& a)
+/// |x| elementwise; integers wrap around on overflow.
+
+/// \fn ct::sqrt(const A& a)
+/// The square root, elementwise (floating point).
+
+/// \fn ct::rsqrt(const A& a)
+/// 1 / sqrt(x) elementwise (floating point).
+
+/// \fn ct::exp(const A& a)
+/// e^x elementwise (floating point).
+
+/// \fn ct::expm1(const A& a)
+/// e^x - 1 elementwise, without the cancellation of exp(x) - 1 near 0 (floating point).
+
+/// \fn ct::log(const A& a)
+/// The natural logarithm, elementwise (floating point).
+
+/// \fn ct::log1p(const A& a)
+/// log(1 + x) elementwise, accurate for small x (floating point).
+
+/// \fn ct::sin(const A& a)
+/// The sine, elementwise (floating point).
+
+/// \fn ct::cos(const A& a)
+/// The cosine, elementwise (floating point).
+
+/// \fn ct::tanh(const A& a)
+/// The hyperbolic tangent, elementwise (floating point).
+
+/// \fn ct::sigmoid(const A& a)
+/// 1 / (1 + e^-x) elementwise (floating point).
+
+/// \fn ct::relu(const A& a)
+/// max(x, 0) elementwise; NaN stays NaN (floating point).
+
+/// \fn ct::gelu(const A& a)
+/// GELU in its tanh form, 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), elementwise
+/// (floating point). The exact GELU is 0.5f * x * (1.0f + ct::erf(x / sqrt(2))).
+
+/// \fn ct::silu(const A& a)
+/// x * sigmoid(x) elementwise (floating point).
+
+/// \fn ct::square(const A& a)
+/// x * x elementwise; integers wrap around on overflow.
+
+/// \fn ct::reciprocal(const A& a)
+/// 1 / x elementwise (floating point).
+
+/// \fn ct::erf(const A& a)
+/// The error function, (2/sqrt(pi)) times the integral of e^(-t^2) over [0, x], elementwise
+/// (floating point).
+
+/// \fn ct::erfc(const A& a)
+/// 1 - erf(x) elementwise (floating point).
+
 CT_UNARY_OPS(CT_UNARY_FUNCTION)
 #undef CT_UNARY_FUNCTION
 
@@ -255,14 +328,22 @@ auto clamp(const A& x, const L& lo, const H& hi) {
   auto operator sym(const A& a, const B& b) {                                        \
     return detail::make_binary<detail::compare_fn<detail::compare_op::C>>(a, b);     \
   }
+/// a == b elementwise, a bool expression (operands as for operator+, bool allowed). NaN is
+/// unequal to everything.
 CT_COMPARE_OPERATOR(==, eq)
+/// a != b elementwise, a bool expression (true where either is NaN).
 CT_COMPARE_OPERATOR(!=, ne)
+/// a < b elementwise, a bool expression (false where either is NaN).
 CT_COMPARE_OPERATOR(<, lt)
+/// a <= b elementwise, a bool expression (false where either is NaN).
 CT_COMPARE_OPERATOR(<=, le)
+/// a > b elementwise, a bool expression (false where either is NaN).
 CT_COMPARE_OPERATOR(>, gt)
+/// a >= b elementwise, a bool expression (false where either is NaN).
 CT_COMPARE_OPERATOR(>=, ge)
 #undef CT_COMPARE_OPERATOR
 
+/// a AND b elementwise for bool operands; both sides are always evaluated.
 template <class A, class B>
   requires detail::binary_operands<A, B>
 auto logical_and(const A& a, const B& b) {
@@ -271,6 +352,7 @@ auto logical_and(const A& a, const B& b) {
                 "ct::logical_and needs bool operands");
   return e;
 }
+/// a OR b elementwise for bool operands; both sides are always evaluated.
 template <class A, class B>
   requires detail::binary_operands<A, B>
 auto logical_or(const A& a, const B& b) {
@@ -279,21 +361,25 @@ auto logical_or(const A& a, const B& b) {
                 "ct::logical_or needs bool operands");
   return e;
 }
+/// NOT a elementwise for a bool operand.
 template <detail::operand A>
 auto logical_not(const A& a) {
   static_assert(std::is_same_v<detail::value_t<A>, bool>, "ct::logical_not needs a bool operand");
   return detail::make_fn(detail::logical_fn<detail::opcode::logical_not>{}, detail::to_node(a));
 }
+/// ct::logical_and(a, b): elementwise, with no short-circuit.
 template <class A, class B>
   requires detail::binary_operands<A, B>
 auto operator&&(const A& a, const B& b) {
   return logical_and(a, b);
 }
+/// ct::logical_or(a, b): elementwise, with no short-circuit.
 template <class A, class B>
   requires detail::binary_operands<A, B>
 auto operator||(const A& a, const B& b) {
   return logical_or(a, b);
 }
+/// ct::logical_not(a).
 template <detail::operand A>
 auto operator!(const A& a) {
   return logical_not(a);

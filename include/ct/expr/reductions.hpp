@@ -1,10 +1,11 @@
-// ct/expr/reductions.hpp — reductions: sum, prod, mean, max, min, argmax, argmin, logsumexp,
-// all, any — over all axes, one axis or several, optionally keeping the reduced axes.
-//
-// Evaluated on their own, reductions drop the reduced axes unless keepdims is set. Inside a
-// larger expression they always broadcast back along the reduced axes (keep-dims semantics),
-// so x - ct::max(x, -1) is a valid fused expression. All reducers in one expression must
-// reduce the same axes of the expression's shape.
+/// \file
+/// Reductions: sum, prod, mean, max, min, argmax, argmin, logsumexp, all, any — over all
+/// axes, one axis or several, optionally keeping the reduced axes.
+///
+/// Evaluated on their own, reductions drop the reduced axes unless keepdims is set. Inside a
+/// larger expression they always broadcast back along the reduced axes (keep-dims semantics),
+/// so x - ct::max(x, -1) is a valid fused expression. All reducers in one expression must
+/// reduce the same axes of the expression's shape.
 #pragma once
 #include <algorithm>
 #include <limits>
@@ -128,16 +129,91 @@ inline index_t reduced_count(const dims& shape, const dims& axes) {
   auto fname(const X& x, const dims& axes, bool keepdims = false) {                               \
     return detail::reduce<detail::reduce_op::Op>(x, axes, keepdims, true);                        \
   }
+///@{
+/// \brief The sum over every axis, one axis, or a list of axes (an empty list: every axis).
+///
+/// bool and the 8- and 16-bit integers sum in int64; other types keep their own. Over empty
+/// axes the sum is 0.
+/// keepdims keeps the reduced axes as extent 1 when the reduction is evaluated on its own; inside
+/// a larger expression it always broadcasts back along them. ct::axis_error for an axis out of
+/// range or repeated.
 CT_REDUCTION(sum, sum)
+///@}
+///@{
+/// \brief The product over every axis, one axis, or a list of axes (an empty list: every axis).
+///
+/// Not for bool; the 8- and 16-bit integers multiply in int64. Over empty axes the product is 1.
+/// keepdims keeps the reduced axes as extent 1 when the reduction is evaluated on its own; inside
+/// a larger expression it always broadcasts back along them. ct::axis_error for an axis out of
+/// range or repeated.
 CT_REDUCTION(prod, prod)
+///@}
+///@{
+/// \brief The maximum over every axis, one axis, or a list of axes (an empty list: every axis).
+///
+/// NaN where the reduced elements hold one. Over empty axes: ct::empty_reduction_error. For the
+/// elementwise maximum of two operands see ct::maximum.
+/// keepdims keeps the reduced axes as extent 1 when the reduction is evaluated on its own; inside
+/// a larger expression it always broadcasts back along them. ct::axis_error for an axis out of
+/// range or repeated.
 CT_REDUCTION(max, max)
+///@}
+///@{
+/// \brief The minimum over every axis, one axis, or a list of axes (an empty list: every axis).
+///
+/// NaN where the reduced elements hold one. Over empty axes: ct::empty_reduction_error. For the
+/// elementwise minimum of two operands see ct::minimum.
+/// keepdims keeps the reduced axes as extent 1 when the reduction is evaluated on its own; inside
+/// a larger expression it always broadcasts back along them. ct::axis_error for an axis out of
+/// range or repeated.
 CT_REDUCTION(min, min)
+///@}
+///@{
+/// \brief Whether every element is true, over every axis, one axis, or a list of axes (an empty list:
+/// every axis).
+///
+/// Needs a bool operand: compare first, as in ct::all(x > 0). Over empty axes: true.
+/// keepdims keeps the reduced axes as extent 1 when the reduction is evaluated on its own; inside
+/// a larger expression it always broadcasts back along them. ct::axis_error for an axis out of
+/// range or repeated.
 CT_REDUCTION(all, all)
+///@}
+///@{
+/// \brief Whether some element is true, over every axis, one axis, or a list of axes (an empty list:
+/// every axis).
+///
+/// Needs a bool operand: compare first, as in ct::any(x > 0). Over empty axes: false.
+/// keepdims keeps the reduced axes as extent 1 when the reduction is evaluated on its own; inside
+/// a larger expression it always broadcasts back along them. ct::axis_error for an axis out of
+/// range or repeated.
 CT_REDUCTION(any, any)
+///@}
 // argmax/argmin: int64 positions in the reduced axes (row-major over them when several);
 // the first position wins ties, and a NaN counts as the extreme (the first NaN wins).
+///@{
+/// \brief The int64 position of the maximum over every axis, one axis, or a list of axes (an empty
+/// list: every axis).
+///
+/// Positions count row-major over the reduced axes when there are several; the first position
+/// wins ties, and the first NaN counts as the maximum. Over empty axes:
+/// ct::empty_reduction_error.
+/// keepdims keeps the reduced axes as extent 1 when the reduction is evaluated on its own; inside
+/// a larger expression it always broadcasts back along them. ct::axis_error for an axis out of
+/// range or repeated.
 CT_REDUCTION(argmax, argmax)
+///@}
+///@{
+/// \brief The int64 position of the minimum over every axis, one axis, or a list of axes (an empty
+/// list: every axis).
+///
+/// Positions count row-major over the reduced axes when there are several; the first position
+/// wins ties, and the first NaN counts as the minimum. Over empty axes:
+/// ct::empty_reduction_error.
+/// keepdims keeps the reduced axes as extent 1 when the reduction is evaluated on its own; inside
+/// a larger expression it always broadcasts back along them. ct::axis_error for an axis out of
+/// range or repeated.
 CT_REDUCTION(argmin, argmin)
+///@}
 #undef CT_REDUCTION
 
 /// Arithmetic mean (floating point only): sum / count. Over empty axes it is NaN (0/0).
@@ -154,10 +230,12 @@ auto mean(const X& x, const dims& axes, bool keepdims = false) {
                            detail::constant<T>{static_cast<compute_type_t<T>>(n)});
   return detail::make_reduction(std::move(e), ax, keepdims);
 }
+/// The mean over one axis.
 template <detail::operand X, std::integral I>
 auto mean(const X& x, I axis, bool keepdims = false) {
   return mean(x, dims{static_cast<index_t>(axis)}, keepdims);
 }
+/// The mean over every axis.
 template <detail::operand X>
 auto mean(const X& x) {
   return mean(x, dims{}, false);
@@ -176,10 +254,12 @@ auto logsumexp(const X& x, const dims& axes, bool keepdims = false) {
   auto e = log(sum(exp(x - shift), ax, true).expr) + shift;
   return detail::make_reduction(e, ax, keepdims);
 }
+/// logsumexp over one axis.
 template <detail::operand X, std::integral I>
 auto logsumexp(const X& x, I axis, bool keepdims = false) {
   return logsumexp(x, dims{static_cast<index_t>(axis)}, keepdims);
 }
+/// logsumexp over every axis.
 template <detail::operand X>
 auto logsumexp(const X& x) {
   return logsumexp(x, dims{}, false);

@@ -1,11 +1,12 @@
-// ct/ops/eval.hpp — evaluating lazy expressions.
-//
-// ct::eval(e, dest) writes e into an existing tensor or view (any strides, foreign memory
-// too); ct::eval(e) returns a new tensor. Expressions with reductions run one group per
-// retained coordinate through the bound executor; elementwise-only ones run serially. All
-// validation (shapes, axes, destination shape and type) happens before any work or executor
-// call. Results are bitwise the same for every executor and partition. When a functor
-// throws, or scratch cannot be allocated, the destination is left unchanged.
+/// \file
+/// Evaluating lazy expressions: ct::eval.
+///
+/// ct::eval(e, dest) writes e into an existing tensor or view (any strides, foreign memory
+/// too); ct::eval(e) returns a new tensor. Expressions with reductions run one group per
+/// retained coordinate through the bound executor; elementwise-only ones run serially. All
+/// validation (shapes, axes, destination shape and type) happens before any work or executor
+/// call. Results are bitwise the same for every executor and partition. When a functor
+/// throws, or scratch cannot be allocated, the destination is left unchanged.
 #pragma once
 #include <string>
 

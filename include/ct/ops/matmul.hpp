@@ -1,21 +1,24 @@
-// ct/ops/matmul.hpp — matrix products with NumPy's matmul semantics, and ct::dot.
-//
-//   ct::tensor<T> ct::matmul(a, b)        a new row-major tensor holding a @ b
-//   void          ct::matmul(a, b, out)   writes a @ b into an existing tensor or view
-//   T             ct::dot(x, y)           the scalar product of two vectors
-//
-// T is a floating type (float, double, bfloat16, float16) or int32 / int64, the same for every
-// operand (mixing element types does not compile). bfloat16 and float16 products accumulate in
-// float32 and round each result element once. Shapes follow numpy.matmul: a 1-D left operand is a row vector and a
-// 1-D right operand a column vector (the added axis is dropped from the result), operands of
-// rank > 2 are stacks of matrices whose leading (batch) axes broadcast against each other.
-// Operands and destination may be any strided view (transposed, sliced, wrapped).
-//
-// Scheduling (docs/matmul.md, CONTRACT §4): matrix and batched products have one group per
-// output row (batch-then-row order), matrix-vector and vector-matrix products one group per
-// output element, dot products one group. Every output element is accumulated by one
-// callback in an order fixed by the shapes, so results are bitwise identical under any
-// executor and partition (for a given backend and FMA policy).
+/// \file
+/// Matrix products with NumPy's matmul semantics, and ct::dot.
+///
+/// ```
+/// ct::tensor<T> ct::matmul(a, b)        a new row-major tensor holding a @ b
+/// void          ct::matmul(a, b, out)   writes a @ b into an existing tensor or view
+/// T             ct::dot(x, y)           the scalar product of two vectors
+/// ```
+///
+/// T is a floating type (float, double, bfloat16, float16) or int32 / int64, the same for every
+/// operand (mixing element types does not compile). bfloat16 and float16 products accumulate in
+/// float32 and round each result element once. Shapes follow numpy.matmul: a 1-D left operand is a row vector and a
+/// 1-D right operand a column vector (the added axis is dropped from the result), operands of
+/// rank > 2 are stacks of matrices whose leading (batch) axes broadcast against each other.
+/// Operands and destination may be any strided view (transposed, sliced, wrapped).
+///
+/// Scheduling (docs/matmul.md, CONTRACT §4): matrix and batched products have one group per
+/// output row (batch-then-row order), matrix-vector and vector-matrix products one group per
+/// output element, dot products one group. Every output element is accumulated by one
+/// callback in an order fixed by the shapes, so results are bitwise identical under any
+/// executor and partition (for a given backend and FMA policy).
 #pragma once
 #include <algorithm>
 #include <cstdint>

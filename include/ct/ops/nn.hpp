@@ -1,7 +1,9 @@
-// ct/ops/nn.hpp — normalisations written as single fused expressions.
-//
-// Each returns a lazy expression; ct::eval runs it as one kernel per row (retained
-// coordinate), reading the row from L1 for every pass after the first.
+/// \file
+/// Normalisations written as single fused expressions.
+///
+/// Each returns a lazy expression; ct::eval runs it as one kernel per row (retained
+/// coordinate), reading the row from L1 for every pass after the first. Each checks its axis
+/// when called: ct::axis_error naming the function.
 #pragma once
 #include "ct/expr/reductions.hpp"
 
@@ -37,7 +39,8 @@ auto layer_norm(const X& x, int axis, detail::value_t<X> eps) {
   auto d = x - mean(x, axis, true);
   return d * rsqrt(mean(square(d), axis, true) + eps);
 }
-/// … * weight + bias, weight and bias broadcasting against x (typically the shape of the axis).
+/// layer_norm(x, axis, eps) * weight + bias, weight and bias broadcasting against x (typically
+/// the shape of the axis).
 template <detail::operand X, detail::operand W, detail::operand B>
 auto layer_norm(const X& x, int axis, detail::value_t<X> eps, const W& weight, const B& bias) {
   return layer_norm(x, axis, eps) * weight + bias;
@@ -49,6 +52,8 @@ auto rms_norm(const X& x, int axis, detail::value_t<X> eps) {
   detail::check_norm_axis(x, axis, "rms_norm");
   return x * rsqrt(mean(square(x), axis, true) + eps);
 }
+/// rms_norm(x, axis, eps) * weight, weight broadcasting against x (typically the shape of the
+/// axis).
 template <detail::operand X, detail::operand W>
 auto rms_norm(const X& x, int axis, detail::value_t<X> eps, const W& weight) {
   return rms_norm(x, axis, eps) * weight;
