@@ -25,4 +25,6 @@
 #include "ct/ops/eval.hpp"
 #include "ct/ops/nn.hpp"
 #include "ct/ops/matmul.hpp"
+#include "ct/select/call.hpp"
+#include "ct/select/selector.hpp"
 #include "ct/version.hpp"

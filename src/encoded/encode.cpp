@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ct/encoded/encoded_tensor.hpp"
+#include "src/select/select.hpp"
 
 namespace ct {
 
@@ -81,6 +82,23 @@ encoded_tensor encode(const tensor<float>& x, format f) {
 
 tensor<float> decode(const encoded_tensor& e) {
   tensor<float> y(e.shape());
+  if (detail::selectors_possible()) {  // operation selectors (ct/select/selector.hpp) first
+    call_info call;
+    call.op = operation::decode;
+    call.name = "decode";
+    call.settings = current_settings();
+    operand_view w;
+    w.encoding = e.fmt();
+    w.shape = e.shape();
+    w.data = e.data();
+    call.operands = {w};
+    call.destination = detail::view_of(y);
+    call.destination.data = nullptr;
+    if (const kernel k = detail::select(call)) {
+      detail::run_selected(k, call, y.data());
+      return y;
+    }
+  }
   const index_t k = e.cols();
   for (index_t r = 0; r < e.rows(); ++r) e.fmt().traits().decode_row(e.row(r), y.data() + r * k, k);
   return y;

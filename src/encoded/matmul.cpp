@@ -15,6 +15,7 @@
 #include "src/encoded/qdot.hpp"
 #include "src/matmul/byte_span.hpp"
 #include "src/matmul/kernels.hpp"
+#include "src/select/select.hpp"
 
 namespace ct {
 
@@ -82,8 +83,35 @@ product plan(const char* op, const encoded_tensor& w, const tensor<float>& x, bo
   return p;
 }
 
+// The encoded weight as an operation selector sees it.
+operand_view weight_view(const encoded_tensor& w) {
+  operand_view v;
+  v.type = dtype::f32;
+  v.encoding = w.fmt();
+  v.shape = w.shape();
+  v.data = w.data();
+  return v;
+}
+
+// Asks the encoded_matmul selectors for a validated product; true when one did it.
+bool selected(const encoded_tensor& w, const tensor<float>& x, const tensor<float>& out, encoded_mode mode, bool w_first) {
+  call_info call;
+  call.op = operation::encoded_matmul;
+  call.name = w_first ? "w·x" : "x·wᵀ";
+  call.settings = current_settings();
+  call.quantized = mode == encoded_mode::quantized;
+  if (w_first) call.operands = {weight_view(w), detail::view_of(x)};
+  else call.operands = {detail::view_of(x), weight_view(w)};
+  call.destination = detail::view_of(out);
+  call.destination.data = nullptr;
+  const kernel k = detail::select(call);
+  if (!k) return false;
+  detail::run_selected(k, call, out.data());
+  return true;
+}
+
 void run(const char* op, const product& p, const encoded_tensor& w, tensor<float> x, const tensor<float>& out,
-         encoded_mode mode) {
+         encoded_mode mode, bool w_first) {
   if (out.shape() != p.result)
     throw shape_error(std::string(op) + ": destination of shape " + out.shape().str() + " does not match the result shape " +
                       p.result.str());
@@ -95,6 +123,8 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   const auto wl = reinterpret_cast<std::uintptr_t>(w.data());
   if (detail::mm::ranges_meet(ol, oh, wl, wl + w.size_bytes()))
     throw shape_error(std::string(op) + ": the destination overlaps the encoded weights' bytes");
+  if (detail::selectors_possible() && selected(w, x, out, mode, w_first)) return;
+  const detail::selection_off own;  // ct calls made below are not routed to selectors
   if (out.size() == 0) return;
   detail::mm::byte_span(x, xl, xh);
   if (detail::mm::ranges_meet(ol, oh, xl, xh)) x = x.clone();  // groups write out while others read x
@@ -207,22 +237,22 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
 
 void matmul(const encoded_tensor& w, const tensor<float>& x, const tensor<float>& out, encoded_mode mode) {
   const product p = plan("ct::matmul", w, x, true);
-  run("ct::matmul", p, w, x, out, mode);
+  run("ct::matmul", p, w, x, out, mode, true);
 }
 tensor<float> matmul(const encoded_tensor& w, const tensor<float>& x, encoded_mode mode) {
   const product p = plan("ct::matmul", w, x, true);
   tensor<float> out(p.result);
-  run("ct::matmul", p, w, x, out, mode);
+  run("ct::matmul", p, w, x, out, mode, true);
   return out;
 }
 void matmul(const tensor<float>& x, const encoded_tensor::transposed& wt, const tensor<float>& out, encoded_mode mode) {
   const product p = plan("ct::matmul", wt.of, x, false);
-  run("ct::matmul", p, wt.of, x, out, mode);
+  run("ct::matmul", p, wt.of, x, out, mode, false);
 }
 tensor<float> matmul(const tensor<float>& x, const encoded_tensor::transposed& wt, encoded_mode mode) {
   const product p = plan("ct::matmul", wt.of, x, false);
   tensor<float> out(p.result);
-  run("ct::matmul", p, wt.of, x, out, mode);
+  run("ct::matmul", p, wt.of, x, out, mode, false);
   return out;
 }
 

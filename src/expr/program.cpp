@@ -46,7 +46,7 @@ int program::emit(const instruction& in) {
 int program::emit_load(const void* data, dtype type, const dims& shape, const dims& strides) {
   const int r = full_shape_.size(), lead = r - shape.size();
   if (lead < 0) throw shape_error("ct::eval: operand of shape " + shape.str() + " exceeds the expression shape " + full_shape_.str());
-  leaf_info leaf{data, type, dims::filled(r, 0), 0, 0};
+  leaf_info leaf{data, type, dims::filled(r, 0), 0, 0, shape, strides};
   for (int i = 0; i < shape.size(); ++i) {
     index_t e = shape[i], f = full_shape_[lead + i];
     if (e != f && e != 1)

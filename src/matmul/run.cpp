@@ -86,18 +86,6 @@ struct aligned_buffer {
   explicit aligned_buffer(index_t count) : owner(std::make_unique<scratch<T>>(count)), data(owner->get()) {}
 };
 
-// Destination checks first: shape, then no elements sharing memory (broadcast or
-// overlapping strides), which would make several groups write the same element.
-template <class T, class U>
-void check_destination(const char* op, const plan& p, const tensor<T>& a, const tensor<T>& b, const tensor<U>& c) {
-  if (c.shape() != p.result)
-    throw shape_error(std::string("ct::") + op + ": destination of shape " + c.shape().str() +
-                      " does not match the result shape " + p.result.str() + " of " + shapes_str(a.shape(), b.shape()));
-  if (!elements_distinct(c.shape(), c.strides()))
-    throw shape_error(std::string("ct::") + op + ": destination of shape " + c.shape().str() + " and strides " +
-                      c.strides().str() + " repeats elements (a broadcast or overlapping view)");
-}
-
 /// The element offset of batch f of b's own batch axes (row-major over all but the last two).
 template <class T>
 index_t own_batch_offset(const tensor<T>& b, index_t f) {
@@ -130,7 +118,7 @@ std::vector<aligned_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k, ind
 
 template <class T>
 void run_typed(const char* op, const plan& p, tensor<T> a, tensor<T> b, const tensor<T>& c) {
-  check_destination(op, p, a, b, c);
+  check_destination(op, p, a.shape(), b.shape(), c.shape(), c.strides());
   if (c.size() == 0) return;
   // Snapshot inputs that share memory with the destination: workers write c while others
   // still read a and b.
@@ -303,7 +291,7 @@ T dot_typed(const tensor<T>& x, const tensor<T>& y) {
 template <class T>
 void run(const char* op, const plan& p, tensor<T> a, tensor<T> b, const tensor<T>& c) {
   if constexpr (kind_of_v<T> == dtype_kind::storage_float) {
-    check_destination(op, p, a, b, c);
+    check_destination(op, p, a.shape(), b.shape(), c.shape(), c.strides());
     if (c.size() == 0) return;
     if (p.kind == product_kind::matrix && p.k > 0) return run_narrow_matrix<T>(op, p, std::move(a), b, c);
     // Widened copies are new tensors, so a destination overlapping an input is safe too.

@@ -226,17 +226,24 @@ template <class A, class B>
 concept can_dot = requires(A a, B b) { ct::dot(a, b); };
 }  // namespace
 
-TEST_CASE("matmul: mixing element types does not compile", "[matmul]") {
-  // Every operand has the same T; there is no overload taking two element types.
+TEST_CASE("matmul: mixed element types: no allocating overload; into a destination, unsupported_operation", "[matmul]") {
+  // The allocating forms take one element type (the result's); a product of other types can
+  // only be written into a destination, whose type is the result type, and runs only through
+  // an operation selector (ct/select/selector.hpp): without one it is an error at run time.
   using f = ct::tensor<float>;
   using d = ct::tensor<double>;
   using i = ct::tensor<std::int32_t>;
   STATIC_REQUIRE_FALSE(can_matmul<f, d>);
   STATIC_REQUIRE_FALSE(can_matmul<i, f>);
-  STATIC_REQUIRE_FALSE(can_matmul_into<f, f, d>);
   STATIC_REQUIRE_FALSE(can_dot<f, d>);
-  STATIC_REQUIRE_FALSE(can_matmul<ct::tensor<bool>, ct::tensor<bool>>);
   STATIC_REQUIRE(can_matmul<f, f>);
   STATIC_REQUIRE(can_matmul_into<d, d, d>);
+  STATIC_REQUIRE(can_matmul_into<f, f, d>);
   STATIC_REQUIRE(can_dot<i, i>);
+  f a({2, 3}), b({3, 2});
+  d out({2, 2});
+  CHECK_THROWS_AS(ct::matmul(a, b, out), ct::unsupported_operation);
+  CHECK_THROWS_AS(ct::matmul(ct::tensor<bool>({2, 2}), ct::tensor<bool>({2, 2})), ct::unsupported_operation);
+  // Shapes are still checked first.
+  CHECK_THROWS_AS(ct::matmul(a, a, out), ct::shape_error);
 }

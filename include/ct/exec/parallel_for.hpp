@@ -11,18 +11,35 @@ namespace ct {
 
 namespace detail {
 
-/// Inside a callback: no executor (no recursive scheduling) and the caller's settings.
-/// Restores the thread's own bindings on exit, also when that thread is the caller.
+struct selector_scope_link;
+/// A thread's operation-selector bindings (ct/select/selector.hpp): its innermost
+/// ct::selector_scope, and whether a selected kernel is running on it.
+struct selector_thread_state {
+  selector_scope_link* innermost = nullptr;
+  bool in_kernel = false;
+};
+/// Replaces the calling thread's selector bindings, returning the old ones.
+selector_thread_state exchange_selector_state(selector_thread_state s) noexcept;
+
+/// Inside a callback: no executor (no recursive scheduling), no thread-bound selectors, and
+/// the caller's settings — the same on every thread. Restores the thread's own bindings on
+/// exit, also when that thread is the caller.
 class callback_bindings {
  public:
   explicit callback_bindings(const settings& caller) noexcept
-      : previous_executor_(exchange_executor_binding(nullptr)), settings_(caller) {}
-  ~callback_bindings() { exchange_executor_binding(previous_executor_); }
+      : previous_executor_(exchange_executor_binding(nullptr)),
+        previous_selectors_(exchange_selector_state({})),
+        settings_(caller) {}
+  ~callback_bindings() {
+    exchange_selector_state(previous_selectors_);
+    exchange_executor_binding(previous_executor_);
+  }
   callback_bindings(const callback_bindings&) = delete;
   callback_bindings& operator=(const callback_bindings&) = delete;
 
  private:
   const executor* previous_executor_;
+  selector_thread_state previous_selectors_;
   settings_scope settings_;
 };
 

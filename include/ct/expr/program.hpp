@@ -66,6 +66,16 @@ struct leaf_info {
   dtype type;
   dims strides;  // over the full iteration shape; 0 along broadcast axes
   index_t min_offset, max_offset;  // element range it touches (for overlap checks)
+  dims own_shape, own_strides;     // the tensor's own, as an operation selector sees it
+};
+
+/// A name for the value of one register: ct's normalisations (softmax, layer_norm, …) mark
+/// their result, so operation selectors see "softmax" as the root instead of a division.
+struct value_name {
+  int reg = -1;
+  const char* name = nullptr;
+  int axis = -1;
+  double eps = 0;
 };
 
 struct map_call {
@@ -94,6 +104,10 @@ class program {
   const std::vector<instruction>& code() const noexcept { return code_; }
   const std::vector<leaf_info>& leaves() const noexcept { return leaves_; }
   const std::vector<map_call>& maps() const noexcept { return maps_; }
+  /// The name given to a register by name_value (the last one given), if any.
+  const value_name& named_value() const noexcept { return named_; }
+  /// Names the value of register reg (ct's normalisations: name, normalised axis, epsilon).
+  void name_value(int reg, const char* name, int axis, double eps) noexcept { named_ = value_name{reg, name, axis, eps}; }
 
   /// Appends an instruction, or returns the index of an identical one (common subexpressions).
   int emit(const instruction& in);
@@ -119,6 +133,7 @@ class program {
   std::vector<instruction> code_;
   std::vector<leaf_info> leaves_;
   std::vector<map_call> maps_;
+  value_name named_;
 };
 
 /// Where results go: typed base pointer and strides over the full shape (0 along reduced

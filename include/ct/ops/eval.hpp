@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ct/expr/reductions.hpp"
+#include "ct/select/hooks.hpp"
 
 namespace ct {
 
@@ -44,6 +45,10 @@ void eval(const E& e, const tensor<T>& dest) {
       if (out[j] > 0) (dest.strides()[j] < 0 ? lo : hi) += (out[j] - 1) * dest.strides()[j];
       ++j;
     }
+    // Operation selectors (ct/select/selector.hpp) see the validated call; one may take it.
+    if (detail::selectors_possible() &&
+        detail::run_selected_eval(p, root, dest.data(), dtype_of<T>(), dest.shape(), dest.strides()))
+      return;
     detail::run_program(p, root, detail::destination{dest.data(), dtype_of<T>(), ds, lo, hi}, "eval");
   }
 }

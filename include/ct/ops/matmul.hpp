@@ -32,6 +32,7 @@
 #include "ct/core/tensor.hpp"
 #include "ct/exec/parallel_for.hpp"
 #include "ct/exec/settings.hpp"
+#include "ct/select/hooks.hpp"
 
 namespace ct {
 
@@ -102,37 +103,86 @@ void run(const char* op, const plan& p, tensor<T> a, tensor<T> b, const tensor<T
 template <class T>
 T dot_call(const tensor<T>& x, const tensor<T>& y);
 
+/// The destination checks of every product, ct's own and selected ones alike: the result
+/// shape, then no elements sharing memory (broadcast or overlapping strides), which would make
+/// several groups write the same element.
+inline void check_destination(const char* op, const plan& p, const dims& as, const dims& bs, const dims& cs,
+                              const dims& cstrides) {
+  if (cs != p.result)
+    throw shape_error(std::string("ct::") + op + ": destination of shape " + cs.str() +
+                      " does not match the result shape " + p.result.str() + " of " + shapes_str(as, bs));
+  if (!elements_distinct(cs, cstrides))
+    throw shape_error(std::string("ct::") + op + ": destination of shape " + cs.str() + " and strides " +
+                      cstrides.str() + " repeats elements (a broadcast or overlapping view)");
+}
+
+/// A validated product: asks the selectors (ct/select/selector.hpp) first when any may
+/// exist, then runs ct's own implementation — or, for element types ct has no product for,
+/// throws ct::unsupported_operation.
+template <class A, class B, class C>
+void dispatch(const plan& p, const tensor<A>& a, const tensor<B>& b, const tensor<C>& out) {
+  constexpr bool ours = std::is_same_v<A, B> && std::is_same_v<B, C> && matmul_element<A>;
+  if (!ours || selectors_possible()) {
+    check_destination("matmul", p, a.shape(), b.shape(), out.shape(), out.strides());
+    if (run_selected_product(operation::matmul, "matmul", view_of(a), view_of(b), view_of(out), out.data(), !ours))
+      return;
+  }
+  if constexpr (ours) {
+    selection_off own;  // ct calls made by ct's own implementation are not routed
+    run<A>("matmul", p, a, b, out);
+  }
+}
+
 }  // namespace detail::mm
 
 /// Writes a @ b (numpy.matmul semantics) into out, whose shape must be exactly the result
 /// shape; out may be any strided view with distinct elements, and may overlap a or b (an
 /// overlapping input is copied first). Throws ct::shape_error, naming the shapes, before any
 /// work when the shapes do not fit. If an error occurs while computing (an executor or
-/// allocation failure), out may be left partly written.
-template <matmul_element T>
-void matmul(const tensor<T>& a, const tensor<T>& b, const tensor<T>& out) {
+/// allocation failure), out may be left partly written. ct computes products whose three
+/// element types are the same ct::matmul_element; any other combination (mixed types, int8, …)
+/// runs only through an operation selector (ct/select/selector.hpp) and is a
+/// ct::unsupported_operation, naming the types, when none accepts it.
+template <element A, element B, element C>
+void matmul(const tensor<A>& a, const tensor<B>& b, const tensor<C>& out) {
   const detail::mm::plan p = detail::mm::make_plan("matmul", a.shape(), b.shape());
-  detail::mm::run<T>("matmul", p, a, b, out);
+  detail::mm::dispatch(p, a, b, out);
 }
 
 /// a @ b (numpy.matmul semantics) as a new row-major tensor. Two vectors give a rank-0
-/// tensor; use ct::dot for the plain value.
-template <matmul_element T>
+/// tensor; use ct::dot for the plain value. Operands of different element types need the
+/// destination overload (its type is the result type).
+template <element T>
 tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
   const detail::mm::plan p = detail::mm::make_plan("matmul", a.shape(), b.shape());
   tensor<T> out(p.result);
-  detail::mm::run<T>("matmul", p, a, b, out);
+  detail::mm::dispatch(p, a, b, out);
   return out;
 }
 
 /// The scalar product of two vectors of equal length (one group: always computed on the
-/// calling thread, in the fixed lane order described in docs/matmul.md).
-template <matmul_element T>
+/// calling thread, in the fixed lane order described in docs/matmul.md). Selectors for
+/// operation::dot are asked first; element types ct has no product for need one
+/// (ct::unsupported_operation otherwise).
+template <element T>
 T dot(const tensor<T>& x, const tensor<T>& y) {
   if (x.rank() != 1 || y.rank() != 1 || x.shape()[0] != y.shape()[0])
     throw shape_error("ct::dot: needs two vectors of equal length, got shapes " + x.shape().str() + " and " +
                       y.shape().str());
-  return detail::mm::dot_call(x, y);
+  constexpr bool ours = matmul_element<T>;
+  if (!ours || detail::selectors_possible()) {
+    T result{};
+    operand_view scalar;
+    scalar.type = dtype_of<T>();
+    if (detail::run_selected_product(operation::dot, "dot", detail::view_of(x), detail::view_of(y), scalar, &result, !ours))
+      return result;
+  }
+  if constexpr (ours) {
+    detail::selection_off own;
+    return detail::mm::dot_call(x, y);
+  } else {
+    __builtin_unreachable();  // run_selected_product threw
+  }
 }
 
 }  // namespace ct
