@@ -5,9 +5,11 @@
 //  select/dot8_declined     the same with one registered selector that declines: the
 //                           description of the call is built and the selector asked
 //  select/softmax_4x16_*    a small fused softmax, likewise
-//  select/sgemm_1024_ct, select/sgemm_1024_cblas   ct's GEMM and the CBLAS selector, one
-//                           thread (with OpenBLAS only)
+//  select/sgemm_1024_ct, select/sgemm_1024_cblas_rowsR   ct's GEMM and the CBLAS selector
+//                           with groups of R rows, one thread (with OpenBLAS only)
 #include <benchmark/benchmark.h>
+
+#include <string>
 
 #include "ct/ct.hpp"
 #ifdef CT_BENCH_HAVE_OPENBLAS
@@ -43,13 +45,17 @@ void softmax_small(benchmark::State& st, bool declining) {
 }
 
 #ifdef CT_BENCH_HAVE_OPENBLAS
-void sgemm(benchmark::State& st, bool blas) {
+void sgemm(benchmark::State& st, bool blas, ct::index_t rows_per_group) {
   const ct::index_t n = 1024;
   auto a = ct::random_uniform<float>({n, n}, 3, -1.0f, 1.0f);
   auto b = ct::random_uniform<float>({n, n}, 4, -1.0f, 1.0f);
   ct::tensor<float> c({n, n});
   ct::selector_id id{};
-  if (blas) id = ct::add_selector(ct::operation::matmul, ct::cblas_selector());
+  if (blas) {
+    ct::cblas_options o;
+    o.rows_per_group = rows_per_group;
+    id = ct::add_selector(ct::operation::matmul, ct::cblas_selector(o));
+  }
   for (auto _ : st) {
     ct::matmul(a, b, c);
     benchmark::DoNotOptimize(c.data());
@@ -69,8 +75,11 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("select/softmax_4x16_none", softmax_small, false);
   benchmark::RegisterBenchmark("select/softmax_4x16_declined", softmax_small, true);
 #ifdef CT_BENCH_HAVE_OPENBLAS
-  benchmark::RegisterBenchmark("select/sgemm_1024_ct", sgemm, false)->UseRealTime()->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("select/sgemm_1024_cblas", sgemm, true)->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("select/sgemm_1024_ct", sgemm, false, 0)->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (ct::index_t rows : {64, 128, 256, 1024})
+    benchmark::RegisterBenchmark(("select/sgemm_1024_cblas_rows" + std::to_string(rows)).c_str(), sgemm, true, rows)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
 #endif
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

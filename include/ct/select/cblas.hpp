@@ -33,8 +33,11 @@ struct cblas_options {
   /// small products the BLAS call and packing cost more than they save.
   double min_multiply_adds = 64.0 * 64.0 * 64.0;
   /// Rows of the result per group handed to ct::parallel_for (>= 1). Fixed, so that the
-  /// result does not depend on the executor.
-  index_t rows_per_group = 64;
+  /// result does not depend on the executor. Each group is one BLAS call, which packs the
+  /// whole right operand again: measured on one core for 1024³ (docs/performance.md), groups
+  /// of 64 rows ran at 0.89x of one BLAS call for the whole product, 128 at 0.94x, 256 at
+  /// 0.95x. Fewer, larger groups give an executor fewer pieces to balance.
+  index_t rows_per_group = 256;
   /// Call openblas_set_num_threads(1) when the selector is created, if the linked BLAS is
   /// OpenBLAS (found at link time as a weak symbol): the executor is the only source of threads.
   bool single_threaded_openblas = true;
