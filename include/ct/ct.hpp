@@ -22,6 +22,7 @@
 #include "ct/exec/settings.hpp"
 #include "ct/expr/functions.hpp"
 #include "ct/expr/reductions.hpp"
+#include "ct/io/gguf.hpp"
 #include "ct/ops/eval.hpp"
 #include "ct/ops/nn.hpp"
 #include "ct/ops/matmul.hpp"
