@@ -156,6 +156,9 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   // kernel's activation blocks (qdot.hpp): K int8 quants, a scale per block, sums of 16.
   const index_t ablock = quantized ? qdot.activation_block : 1;
   const index_t wblocks = k / w.fmt().block_elements();
+  // Per activation vector; divided once here, not per output element (a 64-bit division per
+  // element measured a tenth of a short row's dot product).
+  const index_t scales_per_vector = k / ablock, sums_per_vector = k / 16;
   std::vector<std::int8_t> aq;
   std::vector<float> ad;
   std::vector<std::int16_t> as;
@@ -186,7 +189,8 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     float r;
     if (quantized) {
       const index_t at = xbatch * q.m + mi;
-      r = qdot.fn(wrow(b, ni), {aq.data() + at * k, ad.data() + at * (k / ablock), as.data() + at * (k / 16)}, wblocks);
+      r = qdot.fn(wrow(b, ni), {aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector},
+                  wblocks);
     } else {
       r = detail::mm::dot<float>(k, decoded, 1, xd + xbatch * q.xb + mi * q.xm, q.xk, s);
     }
@@ -201,10 +205,12 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     detail::schedule(op, q.batches * q.n, [&](index_t start, index_t end) {
       const settings s = current_settings();
       std::vector<float> row(quantized ? 0 : static_cast<std::size_t>(k));
+      // (b, ni) stepped, not divided out of g for every group (as above).
+      index_t b = start / q.n, ni = start % q.n;
       for (index_t g = start; g < end; ++g) {
-        const index_t b = g / q.n, ni = g % q.n;
         if (!quantized) decode_into(b, ni, row.data());
         for (index_t mi = 0; mi < q.m; ++mi) element(b, ni, mi, row.data(), s);
+        if (++ni == q.n) ni = 0, ++b;
       }
     });
     return;

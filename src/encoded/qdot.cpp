@@ -15,7 +15,7 @@ namespace ct::detail::encoded {
 namespace {
 
 template <bool kQ4, bool kFused>
-float qdot_32(const unsigned char* w, qactivation x, index_t blocks) {
+float qdot_32(const unsigned char* w, const qactivation& x, index_t blocks) {
   float lane[qdot_lanes] = {};
   const index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
   const std::int8_t* xq = x.q;
@@ -37,7 +37,7 @@ float qdot_32(const unsigned char* w, qactivation x, index_t blocks) {
 }
 
 template <bool kFused>
-float qdot_q4_K(const unsigned char* w, qactivation x, index_t blocks) {
+float qdot_q4_K(const unsigned char* w, const qactivation& x, index_t blocks) {
   float acc = 0.0f;
   for (index_t s = 0; s < blocks; ++s, w += q4_K_bytes) {
     const std::int8_t* xq = x.q + s * 256;
@@ -61,7 +61,7 @@ float qdot_q4_K(const unsigned char* w, qactivation x, index_t blocks) {
 }
 
 template <bool kFused>
-float qdot_q6_K(const unsigned char* w, qactivation x, index_t blocks) {
+float qdot_q6_K(const unsigned char* w, const qactivation& x, index_t blocks) {
   float acc = 0.0f;
   for (index_t s = 0; s < blocks; ++s, w += q6_K_bytes) {
     const std::int8_t* xq = x.q + s * 256;

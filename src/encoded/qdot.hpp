@@ -42,8 +42,9 @@ struct qactivation {
   const std::int16_t* sums;
 };
 
-/// dot(weight row w of `blocks` weight blocks, activation x).
-using qdot_fn = float (*)(const unsigned char* w, qactivation x, index_t blocks);
+/// dot(weight row w of `blocks` weight blocks, activation x). x by reference: the 24-byte struct
+/// by value went through the stack in a way that defeated store-to-load forwarding (measured).
+using qdot_fn = float (*)(const unsigned char* w, const qactivation& x, index_t blocks);
 
 /// A format's quantized-mode kernel and the activation blocks it wants: 32 (q8_0, q4_0: each
 /// activation block is a q8_0 block, its scale the block's float16 scale widened) or 256 (q4_K,

@@ -175,19 +175,20 @@ TEST_CASE("encoded products: clear errors before any work, destination untouched
 
 TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for any block bytes", "[encoded][matmul]") {
   // Foreign blocks: every int8 quant (-128 included), every nibble, random float16 scales
-  // (subnormal ones too); 21 blocks per row (a group of 16 and a tail of 5); the K formats'
-  // every 6-bit scale and min, every int8 scale, 3 super-blocks per row.
+  // (subnormal ones too); 21 and 29 blocks per row (a group of 16 and a tail of 5; groups of 16
+  // and 8 and a tail of 5: the AVX2 kernel's every path); the K formats' every 6-bit scale and
+  // min, every int8 scale, 3 super-blocks per row.
   std::uint64_t state = 12345;
   const auto next = [&] {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     return static_cast<std::uint32_t>(state >> 33);
   };
   const index_t n = 23;
-  for (const char* name : {"q8_0", "q4_0", "q4_K", "q6_K"}) {
-    INFO(name);
+  for (const auto& [name, row_blocks] : {std::pair<const char*, index_t>{"q8_0", 21}, {"q8_0", 29}, {"q4_0", 21}, {"q4_0", 29},
+                                         {"q4_K", 3}, {"q6_K", 3}}) {
+    INFO(name << ", " << row_blocks << " blocks per row");
     const ct::format f = ct::find_format(name);
-    const bool kformat = f.block_elements() == 256;
-    const index_t k = kformat ? 3 * 256 : 21 * 32;
+    const index_t k = row_blocks * f.block_elements();
     // where the block's float16 scales are: d (and q4_K's dmin)
     const std::vector<std::size_t> scales = std::string(name) == "q6_K" ? std::vector<std::size_t>{208}
                                             : std::string(name) == "q4_K" ? std::vector<std::size_t>{0, 2}
