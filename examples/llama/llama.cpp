@@ -20,6 +20,14 @@ index_t weight::cols() const {
 }
 
 ct::tensor<float> weight::times_transpose(const ct::tensor<float>& x, ct::encoded_mode mode) const {
+  // One token (generation): a vector-matrix product, whose groups are the output elements
+  // (CONTRACT §4), so the executor's workers share the weight rows; a [1, K] matrix would be
+  // one group (one output row), run by one worker.
+  if (x.shape()[0] == 1) {
+    const auto v = x.reshape({x.shape()[1]});
+    if (const auto* d = std::get_if<ct::tensor<float>>(&w)) return ct::matmul(v, d->permute({1, 0})).reshape({1, rows()});
+    return ct::matmul(v, std::get<ct::encoded_tensor>(w).transpose(), mode).reshape({1, rows()});
+  }
   if (const auto* d = std::get_if<ct::tensor<float>>(&w)) return ct::matmul(x, d->permute({1, 0}));
   return ct::matmul(x, std::get<ct::encoded_tensor>(w).transpose(), mode);
 }
@@ -155,18 +163,17 @@ ct::tensor<float> forward(const model& m, kv_cache& cache, const std::vector<std
     const auto v = w.v.times_transpose(h, m.mode);
     ct::eval(k.reshape({t, c.kv_dim()}), cache.k[static_cast<std::size_t>(l)].slice(0, p0, len));
     ct::eval(v, cache.v[static_cast<std::size_t>(l)].slice(0, p0, len));
-    const auto keys = cache.k[static_cast<std::size_t>(l)].slice(0, 0, len).reshape({len, c.kv_heads, hd});
-    const auto values = cache.v[static_cast<std::size_t>(l)].slice(0, 0, len).reshape({len, c.kv_heads, hd});
+    // Attention for all heads in three calls: batch dimensions [kv_heads, group], the keys
+    // and values of a key/value head shared by its group's query heads (grouped-query
+    // attention: query head g * group + j reads key/value head g) through a broadcast batch
+    // dimension of extent 1.
+    const auto keys = cache.k[static_cast<std::size_t>(l)].slice(0, 0, len).reshape({len, c.kv_heads, 1, hd}).permute({1, 2, 3, 0});
+    const auto values = cache.v[static_cast<std::size_t>(l)].slice(0, 0, len).reshape({len, c.kv_heads, 1, hd}).permute({1, 2, 0, 3});
+    const auto queries = q.reshape({t, c.kv_heads, group, hd}).permute({1, 2, 0, 3});  // [kv_heads, group, T, hd]
+    const auto scores = ct::matmul(queries, keys);                                       // [kv_heads, group, T, len]
+    const auto probs = ct::eval(ct::softmax(ct::where(masked, -INFINITY, scores * scale), -1));
     ct::tensor<float> att({t, c.heads, hd});
-    for (index_t head = 0; head < c.heads; ++head) {
-      const index_t g = head / group;  // grouped-query attention: heads share key/value heads
-      const auto qh = q.slice(1, head, head + 1).reshape({t, hd});
-      const auto kh = keys.slice(1, g, g + 1).reshape({len, hd});
-      const auto vh = values.slice(1, g, g + 1).reshape({len, hd});
-      const auto scores = ct::matmul(qh, kh.permute({1, 0}));  // [T, len]
-      const auto probs = ct::eval(ct::softmax(ct::where(masked, -INFINITY, scores * scale), -1));
-      ct::matmul(probs, vh, att.slice(1, head, head + 1).reshape({t, hd}));
-    }
+    ct::matmul(probs, values, att.reshape({t, c.kv_heads, group, hd}).permute({1, 2, 0, 3}));
     x = ct::eval(x + w.o.times_transpose(att.reshape({t, c.embd}), m.mode));
     const auto h2 = ct::eval(ct::rms_norm(x, -1, c.rms_eps, w.ffn_norm));
     const auto gate = w.gate.times_transpose(h2, m.mode);

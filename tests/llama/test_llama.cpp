@@ -205,7 +205,7 @@ TEST_CASE("llama: forward pass through the KV cache against a double-precision r
   }
 }
 
-TEST_CASE("llama: logits are bitwise identical under every executor; the cache gives the same as one pass",
+TEST_CASE("llama: logits are bitwise identical under every executor; token by token through the cache matches one pass",
           "[llama][executor]") {
   const std::string path = temp_path("zoo");
   llama::generator_options o;
@@ -222,6 +222,24 @@ TEST_CASE("llama: logits are bitwise identical under every executor; the cache g
     llama::kv_cache cache(m.cfg);
     INFO(name);
     CHECK(ct_test::bitwise_equal(llama::forward(m, cache, tokens), want));
+  }
+  // One token at a time (generation's path: vector products) against the one pass (matrix
+  // products): the same function up to float32 summation order.
+  {
+    llama::kv_cache cache(m.cfg);
+    const auto all = ct_test::values(want);
+    double worst = 0, scale = 0;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      const auto v = ct_test::values(llama::forward(m, cache, {tokens[i]}));
+      for (std::size_t j = 0; j < v.size(); ++j) {
+        const double ref = all[i * v.size() + j];
+        worst = std::max(worst, std::fabs(v[j] - ref));
+        scale = std::max(scale, std::fabs(ref));
+      }
+    }
+    INFO("token by token vs one pass: " << worst / scale);
+    CHECK(worst / scale < 1e-5);
+    CHECK(cache.length == static_cast<index_t>(tokens.size()));
   }
   // Errors before any work: past the context, ids out of range.
   llama::kv_cache cache(m.cfg);
