@@ -169,11 +169,15 @@ ct::tensor<float> forward(const model& m, kv_cache& cache, const std::vector<std
     // dimension of extent 1.
     const auto keys = cache.k[static_cast<std::size_t>(l)].slice(0, 0, len).reshape({len, c.kv_heads, 1, hd}).permute({1, 2, 3, 0});
     const auto values = cache.v[static_cast<std::size_t>(l)].slice(0, 0, len).reshape({len, c.kv_heads, 1, hd}).permute({1, 2, 0, 3});
-    const auto queries = q.reshape({t, c.kv_heads, group, hd}).permute({1, 2, 0, 3});  // [kv_heads, group, T, hd]
-    const auto scores = ct::matmul(queries, keys);                                       // [kv_heads, group, T, len]
+    // Queries [kv_heads, group, T, hd]; for one token [kv_heads, 1, group, hd] instead (the same
+    // elements), so each key/value head's product is one matrix of `group` rows, its keys
+    // packed once rather than once per query head.
+    const ct::dims order = t == 1 ? ct::dims{1, 0, 2, 3} : ct::dims{1, 2, 0, 3};
+    const auto queries = q.reshape({t, c.kv_heads, group, hd}).permute(order);
+    const auto scores = ct::matmul(queries, keys);  // [kv_heads, group, T, len] (or [.., 1, group, len])
     const auto probs = ct::eval(ct::softmax(ct::where(masked, -INFINITY, scores * scale), -1));
     ct::tensor<float> att({t, c.heads, hd});
-    ct::matmul(probs, values, att.reshape({t, c.kv_heads, group, hd}).permute({1, 2, 0, 3}));
+    ct::matmul(probs, values, att.reshape({t, c.kv_heads, group, hd}).permute(order));
     x = ct::eval(x + w.o.times_transpose(att.reshape({t, c.embd}), m.mode));
     const auto h2 = ct::eval(ct::rms_norm(x, -1, c.rms_eps, w.ffn_norm));
     const auto gate = w.gate.times_transpose(h2, m.mode);

@@ -168,6 +168,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     ad.resize(static_cast<std::size_t>(vectors * (k / ablock)));
     as.resize(static_cast<std::size_t>(vectors * (k / 16)));
     std::vector<float> v(static_cast<std::size_t>(k));
+    const bool simd_quantizer = current_settings().backend == backend::simd;
     for (index_t b = 0; b < x_batches; ++b)
       for (index_t mi = 0; mi < q.m; ++mi) {
         const float* src = xd + b * q.xb + mi * q.xm;
@@ -175,7 +176,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
         const index_t at = b * q.m + mi;
         try {
           detail::encoded::quantize_activation(v.data(), k, ablock, aq.data() + at * k, ad.data() + at * (k / ablock),
-                                               as.data() + at * (k / 16));
+                                               as.data() + at * (k / 16), simd_quantizer);
         } catch (const format_error& e) {
           throw format_error(std::string(op) + ": quantized mode: activation vector " + std::to_string(at) + ": " + e.what());
         }

@@ -115,9 +115,12 @@ qdot_kernel resolve_qdot(std::string_view format, const settings& s) {
   return portable_qdot(format, fused);
 }
 
-void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* q, float* d, std::int16_t* sums) {
+void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* q, float* d, std::int16_t* sums,
+                         bool simd) {
   require_finite(block == 32 ? "q8_0 activation" : "q8_K activation", v, k);
-  if (block == 32) {
+  if (block == 32 && simd && simd_quantize32(v, k / 32, q, d)) {
+    // done by the simd target (the same bits as below)
+  } else if (block == 32) {
     // Each block exactly as a q8_0 block: its float16 scale, widened, and its quants.
     unsigned char enc[q8_0_bytes];
     for (index_t b = 0; b < k / 32; ++b) {
@@ -132,11 +135,11 @@ void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* 
     for (index_t b = 0; b < k / block; ++b) {
       const float* x = v + b * block;
       float amax = 0.0f;
-      for (index_t j = 0; j < block; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+      for (index_t j = 0; j < block; ++j) amax = max_abs(amax, x[j]);
       const float db = amax / 127.0f;
-      const float id = db != 0.0f ? 1.0f / db : 0.0f;
+      const float id = reciprocal_or_zero(db);
       d[b] = db;
-      for (index_t j = 0; j < block; ++j) q[b * block + j] = static_cast<std::int8_t>(std::round(x[j] * id));
+      for (index_t j = 0; j < block; ++j) q[b * block + j] = static_cast<std::int8_t>(round_half_away(x[j] * id));
     }
   }
   for (index_t g = 0; g < k / 16; ++g) {

@@ -64,12 +64,17 @@ qdot_kernel portable_qdot(std::string_view format, bool fused);
 
 /// Quantizes v[0, k) in activation blocks of `block` (32 or 256; k a multiple of it) into
 /// q[k], d[k / block] and sums[k / 16]. Throws format_error for a NaN or infinite value.
-void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* q, float* d, std::int16_t* sums);
+/// `simd`: may use the simd target's quantizer (the same bits).
+void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* q, float* d, std::int16_t* sums,
+                         bool simd);
 
 /// The formats with a quantized mode, as indices for the simd entry.
 enum class qformat { q8_0, q4_0, q4_K, q6_K };
 
 // The simd entry (qdot_simd.cpp): the current target's kernel, or nullptr where it has none.
 qdot_fn simd_qdot(qformat f, bool fused);
+// The simd quantizer of 32-value activation blocks (q and d as quantize_activation gives them);
+// false where the target has none (nothing written then).
+bool simd_quantize32(const float* v, index_t blocks, std::int8_t* q, float* d);
 
 }  // namespace ct::detail::encoded

@@ -36,12 +36,12 @@ void encode_q8_0(const float* x, unsigned char* blocks, index_t n) {
     const float* v = x + b * q8_0_elements;
     unsigned char* out = blocks + b * q8_0_bytes;
     float amax = 0.0f;
-    for (index_t j = 0; j < q8_0_elements; ++j) amax = std::fmax(amax, std::fabs(v[j]));
+    for (index_t j = 0; j < q8_0_elements; ++j) amax = max_abs(amax, v[j]);
     const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = reciprocal_or_zero(d);
     store_u16_le(out, float16(d).bits);
     for (index_t j = 0; j < q8_0_elements; ++j) {
-      const float q = std::round(v[j] * id);
+      const float q = round_half_away(v[j] * id);
       out[2 + j] = static_cast<unsigned char>(static_cast<std::int8_t>(q));
     }
   }
@@ -69,7 +69,7 @@ void encode_q4_0(const float* x, unsigned char* blocks, index_t n) {
         m = v[j];
       }
     const float d = m / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = reciprocal_or_zero(d);
     store_u16_le(out, float16(d).bits);
     for (index_t j = 0; j < half; ++j) {
       // trunc toward zero as a conversion to int8 does; the + 8.5 keeps the argument >= 0.5

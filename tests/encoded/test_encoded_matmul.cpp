@@ -202,8 +202,14 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
         bytes[b + at + 1] = static_cast<unsigned char>((scale >> 8) | (next() % 2 ? 0x80 : 0));
       }
     const auto w = ct::encoded_tensor::view(f, {n, k}, bytes.data(), bytes.size());
-    const auto x = ct::random_uniform<float>({k}, 7, -3.0f, 3.0f);
+    auto x = ct::random_uniform<float>({k}, 7, -3.0f, 3.0f);
     const auto xm = ct::random_uniform<float>({k, 5}, 8, -3.0f, 3.0f);
+    // Activation blocks of 32 that the quantizers treat apart: all zeros (scale 0), and values
+    // so small that the reciprocal of the scale overflows (quants 0).
+    for (index_t j = 0; j < 32; ++j) {
+      x(32 + j) = 0.0f;
+      x(64 + j) = (j % 2 ? -1.0f : 1.0f) * 1e-40f * static_cast<float>(j + 1);
+    }
     for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
       ct::tensor<float> ys, yms;
       {

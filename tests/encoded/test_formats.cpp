@@ -88,6 +88,23 @@ TEST_CASE("q4_0: a block by hand — d = (value of largest magnitude) / -8, nibb
   CHECK(d(0, 2) == -0.0f);  // (8 - 8) * -0.5
 }
 
+TEST_CASE("q8_0 and q4_0: a block too small for its scale encodes as zeros", "[encoded]") {
+  // max|x| = 3.2e-39 (subnormal): d = max / 127 (or / -8) is far below float16's smallest
+  // subnormal, and 1 / d overflows float; the quants are 0 (q8_0) and 8 (q4_0: the value 0),
+  // the scale 0, and the block decodes to zeros.
+  std::vector<float> x(32);
+  for (int j = 0; j < 32; ++j) x[static_cast<std::size_t>(j)] = (j % 2 ? -1.0f : 1.0f) * 1e-40f * static_cast<float>(j + 1);
+  const auto q8 = bytes_of(ct::encode(row_of(x), ct::formats::q8_0()));
+  for (std::size_t j = 0; j < 34; ++j) CHECK(q8[j] == 0);
+  const auto q4 = bytes_of(ct::encode(row_of(x), ct::formats::q4_0()));
+  CHECK((q4[0] | (q4[1] & 0x7f)) == 0);  // +-0
+  for (std::size_t j = 2; j < 18; ++j) CHECK(q4[j] == 0x88);
+  for (const auto& f : {ct::formats::q8_0(), ct::formats::q4_0()}) {
+    const auto d = ct::decode(ct::encode(row_of(x), f));
+    for (ct::index_t j = 0; j < 32; ++j) CHECK(d(0, j) == 0.0f);
+  }
+}
+
 TEST_CASE("encoded blocks decode from hand-made bytes, through an unaligned view", "[encoded]") {
   // q8_0 block: d = 0.5 (float16 0x3800), q = 0, 1, -1, 127, -128, ...; q4_0 block: d = 2 (0x4000),
   // byte 0 = 0x3f: value 0 = (15 - 8) * 2 = 14, value 16 = (3 - 8) * 2 = -10.
