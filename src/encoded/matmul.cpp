@@ -197,6 +197,13 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     }
     yd[b * q.yb + ni * q.yn + mi * q.ym] = r;
   };
+  // Quantized: out(b, n0..n1, m) in one call of the kernel's several-rows form (the same value
+  // for each element as `element`).
+  const auto rows_of = [&](index_t b, index_t n0, index_t n1, index_t mi) {
+    const index_t at = (x_batches == 1 ? 0 : b) * q.m + mi;
+    const detail::encoded::qactivation a{aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector};
+    qdot.run_rows(wrow(b, n0), w.row_bytes(), n1 - n0, a, wblocks, yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn);
+  };
   const auto decode_into = [&](index_t b, index_t ni, float* row) {
     w.fmt().traits().decode_row(wrow(b, ni), row, k);
   };
@@ -208,6 +215,15 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
       std::vector<float> row(quantized ? 0 : static_cast<std::size_t>(k));
       // (b, ni) stepped, not divided out of g for every group (as above).
       index_t b = start / q.n, ni = start % q.n;
+      if (quantized && q.m == 1) {  // matrix-vector: the kernel's several-rows form, per batch
+        for (index_t g = start; g < end;) {
+          const index_t n1 = std::min(q.n, ni + (end - g));
+          rows_of(b, ni, n1, 0);
+          g += n1 - ni;
+          ni = 0, ++b;
+        }
+        return;
+      }
       for (index_t g = start; g < end; ++g) {
         if (!quantized) decode_into(b, ni, row.data());
         for (index_t mi = 0; mi < q.m; ++mi) element(b, ni, mi, row.data(), s);
@@ -233,7 +249,10 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
         if (!quantized)
           for (index_t ni = n0; ni < n1; ++ni) decode_into(b, ni, rows.data() + (ni - n0) * k);
         for (index_t mi = m0; mi < m1; ++mi)
-          for (index_t ni = n0; ni < n1; ++ni) element(b, ni, mi, quantized ? nullptr : rows.data() + (ni - n0) * k, s);
+          if (quantized)
+            rows_of(b, n0, n1, mi);
+          else
+            for (index_t ni = n0; ni < n1; ++ni) element(b, ni, mi, rows.data() + (ni - n0) * k, s);
       }
       g += m1 - m0;
     }

@@ -111,7 +111,7 @@ qdot_kernel resolve_qdot(std::string_view format, const settings& s) {
   index_t block = 0;
   if (!quantized_format(format, f, block)) return {};
   if (s.backend == backend::simd)
-    if (qdot_fn fn = simd_qdot(f, fused)) return {fn, block};
+    if (qdot_fn fn = simd_qdot(f, fused)) return {fn, block, simd_qdot_rows(f, fused)};
   return portable_qdot(format, fused);
 }
 

@@ -14,6 +14,7 @@
 //    acc = muladd(-(d_x * dmin), float(B_s), acc).
 //  * q6_K: A_s = sum_g sc_g * sum_{l in g} (q_l - 32) * x_l; acc = muladd(d_x * d, float(A_s), acc).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -46,13 +47,26 @@ struct qactivation {
 /// by value went through the stack in a way that defeated store-to-load forwarding (measured).
 using qdot_fn = float (*)(const unsigned char* w, const qactivation& x, index_t blocks);
 
+/// y[r * y_stride] = dot(row r, x) for `rows` consecutive weight rows `row_bytes` apart: the
+/// same value as fn for each row, without a call per row (a short row's call and set-up cost
+/// as much as a third of its dot product).
+using qdot_rows_fn = void (*)(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x,
+                              index_t blocks, float* y, index_t y_stride);
+
 /// A format's quantized-mode kernel and the activation blocks it wants: 32 (q8_0, q4_0: each
 /// activation block is a q8_0 block, its scale the block's float16 scale widened) or 256 (q4_K,
-/// q6_K: scale = max|x| / 127 in float).
+/// q6_K: scale = max|x| / 127 in float). `rows`, where the target has one (else nullptr: call
+/// fn per row).
 struct qdot_kernel {
   qdot_fn fn = nullptr;
   index_t activation_block = 0;
+  qdot_rows_fn rows = nullptr;
   explicit operator bool() const noexcept { return fn != nullptr; }
+  void run_rows(const unsigned char* w, std::size_t row_bytes, index_t n, const qactivation& x, index_t blocks, float* y,
+                index_t y_stride) const {
+    if (rows) return rows(w, row_bytes, n, x, blocks, y, y_stride);
+    for (index_t r = 0; r < n; ++r) y[r * y_stride] = fn(w + static_cast<std::size_t>(r) * row_bytes, x, blocks);
+  }
 };
 
 /// The kernel for weights of this format under settings s: the simd target's when it has one,
@@ -71,8 +85,10 @@ void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* 
 /// The formats with a quantized mode, as indices for the simd entry.
 enum class qformat { q8_0, q4_0, q4_K, q6_K };
 
-// The simd entry (qdot_simd.cpp): the current target's kernel, or nullptr where it has none.
+// The simd entry (qdot_simd.cpp): the current target's kernel, or nullptr where it has none;
+// and its several-rows form, or nullptr.
 qdot_fn simd_qdot(qformat f, bool fused);
+qdot_rows_fn simd_qdot_rows(qformat f, bool fused);
 // The simd quantizer of 32-value activation blocks (q and d as quantize_activation gives them);
 // false where the target has none (nothing written then).
 bool simd_quantize32(const float* v, index_t blocks, std::int8_t* q, float* d);

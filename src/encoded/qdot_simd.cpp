@@ -266,7 +266,7 @@ HWY_INLINE __m256 FullGroup(const unsigned char* blk, const std::int8_t* xq, con
 // now (issue 21 derives such sizes from the CPU).
 constexpr index_t kPrefetchBytes = 2048;
 template <bool kQ4, bool kFused>
-float QDot32(const unsigned char* w, const qactivation& x, index_t blocks) {
+HWY_INLINE float Dot32(const unsigned char* w, const qactivation& x, index_t blocks) {
   constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   index_t g = 0;
@@ -310,6 +310,17 @@ float QDot32(const unsigned char* w, const qactivation& x, index_t blocks) {
   const __m128 w4 = _mm_add_ps(_mm256_castps256_ps128(w8), _mm256_extractf128_ps(w8, 1));
   const __m128 w2 = _mm_add_ps(w4, _mm_movehl_ps(w4, w4));
   return _mm_cvtss_f32(_mm_add_ss(w2, _mm_shuffle_ps(w2, w2, 1)));
+}
+
+template <bool kQ4, bool kFused>
+float QDot32(const unsigned char* w, const qactivation& x, index_t blocks) {
+  return Dot32<kQ4, kFused>(w, x, blocks);
+}
+
+template <bool kQ4, bool kFused>
+void QDot32Rows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks, float* y,
+                index_t y_stride) {
+  for (index_t r = 0; r < rows; ++r) y[r * y_stride] = Dot32<kQ4, kFused>(w + static_cast<std::size_t>(r) * row_bytes, x, blocks);
 }
 
 #endif
@@ -373,6 +384,24 @@ bool Quantize32(const float*, index_t, std::int8_t*, float*) { return false; }
 
 #endif
 
+// The several-rows form: q8_0 / q4_0 on the AVX2 kernel (the AVX-512 targets' kernel is called
+// per row for now).
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+
+qdot_rows_fn RowsFor(qformat f, bool fused) {
+  switch (f) {
+    case qformat::q8_0: return fused ? &QDot32Rows<false, true> : &QDot32Rows<false, false>;
+    case qformat::q4_0: return fused ? &QDot32Rows<true, true> : &QDot32Rows<true, false>;
+    default: return nullptr;
+  }
+}
+
+#else
+
+qdot_rows_fn RowsFor(qformat, bool) { return nullptr; }
+
+#endif
+
 }  // namespace HWY_NAMESPACE
 }  // namespace ct::detail::encoded
 HWY_AFTER_NAMESPACE();
@@ -381,6 +410,8 @@ HWY_AFTER_NAMESPACE();
 namespace ct::detail::encoded {
 HWY_EXPORT(QDotFor);
 qdot_fn simd_qdot(qformat f, bool fused) { return HWY_DYNAMIC_DISPATCH(QDotFor)(f, fused); }
+HWY_EXPORT(RowsFor);
+qdot_rows_fn simd_qdot_rows(qformat f, bool fused) { return HWY_DYNAMIC_DISPATCH(RowsFor)(f, fused); }
 HWY_EXPORT(Quantize32);
 bool simd_quantize32(const float* v, index_t blocks, std::int8_t* q, float* d) {
   return HWY_DYNAMIC_DISPATCH(Quantize32)(v, blocks, q, d);
