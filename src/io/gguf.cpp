@@ -393,7 +393,12 @@ file file::finish(std::shared_ptr<state> s) {
         c.fail("tensor \"" + t.name + "\" of type " + t.type_name + ": its rows of " + std::to_string(ne[0]) +
                    " values are not a whole number of " + std::to_string(tt->block_elements) + "-value blocks",
                type_at);
-      t.bytes = elements / tt->block_elements * tt->block_bytes;  // cannot overflow: block_bytes <= 8 * block_elements
+      // The element count fits in int64, but its bytes need not (8 per value for f64): found by
+      // fuzz/gguf_fuzz.cpp, where a wrapped product made a tiny size for a huge tensor.
+      const std::uint64_t blocks = elements / tt->block_elements;
+      if (blocks > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / tt->block_bytes)
+        c.fail("tensor \"" + t.name + "\" of type " + t.type_name + ": its size in bytes overflows", type_at);
+      t.bytes = blocks * tt->block_bytes;
       t.supported = tt->format != nullptr || tt->dense.has_value();
     } else {
       t.type_name = "unknown type " + std::to_string(t.type);

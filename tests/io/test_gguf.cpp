@@ -305,6 +305,14 @@ TEST_CASE("gguf: malformed files are errors naming the problem and the offset", 
   put_u64(b, at.ne0, 1ull << 40);
   put_u64(b, at.ne1, 1ull << 40);
   CHECK(has(parse_error(b), "overflows"));
+  // Regression (fuzz/gguf_fuzz.cpp found it): an element count that fits in int64 whose size
+  // in bytes does not — 2^57 + 3 rows of 32 floats, 2^64 + 384 bytes — wrapped to 384 bytes,
+  // and the view read past the file.
+  b = good;
+  put_u64(b, at.ne0, 32);
+  put_u64(b, at.ne1, (1ull << 57) + 3);
+  CHECK(has(parse_error(b), "tensor \"w\" of type f32: its size in bytes overflows"));
+  CHECK(has(parse_error(b), off(at.type)));
   b = good;
   put_u64(b, at.ne1, 1ull << 40);  // fits in int64 but not in the file
   CHECK(has(parse_error(b), "end past the end of the file"));

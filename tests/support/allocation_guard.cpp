@@ -15,13 +15,26 @@
 
 namespace ct_test {
 thread_local bool allocations_forbidden = false;
+thread_local long allocations_until_failure = -1;
+bool allocation_hooks_active() noexcept {
+#ifdef CT_TEST_NO_NEW_REPLACEMENT
+  return false;
+#else
+  return true;
+#endif
+}
 }  // namespace ct_test
 
 namespace {
 using ct_test::allocations_forbidden;
+using ct_test::allocations_until_failure;
 
 void* checked_alloc(std::size_t n, std::size_t align) {
   if (allocations_forbidden) throw std::bad_alloc();
+  if (allocations_until_failure >= 0 && allocations_until_failure-- == 0) {
+    allocations_until_failure = -1;
+    throw std::bad_alloc();
+  }
   if (n == 0) n = 1;
   void* p = align <= alignof(std::max_align_t) ? std::malloc(n) : std::aligned_alloc(align, (n + align - 1) / align * align);
   if (p == nullptr) throw std::bad_alloc();
