@@ -25,6 +25,7 @@ bool allocation_hooks_active() noexcept {
 }
 }  // namespace ct_test
 
+#ifndef CT_TEST_NO_NEW_REPLACEMENT
 namespace {
 using ct_test::allocations_forbidden;
 using ct_test::allocations_until_failure;
@@ -42,7 +43,6 @@ void* checked_alloc(std::size_t n, std::size_t align) {
 }
 }  // namespace
 
-#ifndef CT_TEST_NO_NEW_REPLACEMENT
 void* operator new(std::size_t n) { return checked_alloc(n, alignof(std::max_align_t)); }
 void* operator new[](std::size_t n) { return checked_alloc(n, alignof(std::max_align_t)); }
 void* operator new(std::size_t n, std::align_val_t a) { return checked_alloc(n, static_cast<std::size_t>(a)); }
