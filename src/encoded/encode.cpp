@@ -17,6 +17,12 @@ void check_shape(const char* op, const dims& shape) {
     throw shape_error(std::string(op) + ": an encoded tensor has shape [N, K] or [B, N, K], got " + shape.str());
   for (int i = 0; i < shape.size(); ++i)
     if (shape[i] < 0) throw shape_error(std::string(op) + ": negative extent in shape " + shape.str());
+  // The row count must fit in index_t even when K is 0 (no bytes at all): found by
+  // fuzz/gguf_fuzz.cpp, a [2^40, 2^40, 0] tensor overflowed the product (undefined behaviour).
+  index_t rows = 1;
+  for (int i = 0; i + 1 < shape.size(); ++i)
+    if (__builtin_mul_overflow(rows, shape[i], &rows))
+      throw shape_error(std::string(op) + ": shape " + shape.str() + " has more rows than an index can count");
 }
 
 index_t row_count(const dims& shape) {

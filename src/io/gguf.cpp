@@ -373,13 +373,17 @@ file file::finish(std::shared_ptr<state> s) {
       c.fail("tensor \"" + t.name + "\" has rank " + std::to_string(rank) + " (1 to " + std::to_string(max_rank) + " allowed)",
              rank_at);
     std::uint64_t ne[max_rank] = {1, 1, 1, 1};
-    std::uint64_t elements = 1;
+    std::uint64_t elements = 1, extents = 1;
     for (std::uint32_t d = 0; d < rank; ++d) {
       const std::uint64_t dim_at = c.pos();
       ne[d] = c.read<std::uint64_t>("a tensor extent");
+      // Zero extents count as 1 here, so that every partial product (a row count, say) fits in
+      // int64 even when the tensor is empty (fuzz/gguf_fuzz.cpp found [2^40, 2^40, 0]).
+      const std::uint64_t e = std::max<std::uint64_t>(ne[d], 1);
       if (ne[d] > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
-          (ne[d] != 0 && elements > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / ne[d]))
+          extents > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / e)
         c.fail("tensor \"" + t.name + "\": its element count overflows", dim_at);
+      extents *= e;
       elements *= ne[d];
     }
     for (int d = static_cast<int>(rank) - 1; d >= 0; --d) t.shape.push_back(static_cast<index_t>(ne[d]));

@@ -193,6 +193,10 @@ TEST_CASE("encode reads any strided tensor and batched shapes; views check their
   CHECK_THROWS_WITH(ct::encoded_tensor::view(ct::formats::q8_0(), {64, 96}, bytes.data(), 100),
                     Catch::Contains("100 bytes given") && Catch::Contains("6528 bytes"));
   CHECK_THROWS_AS(ct::encoded_tensor::view(ct::formats::q8_0(), {96}, bytes.data(), 102), ct::shape_error);
+  // Regression (fuzz/gguf_fuzz.cpp): rows that an index cannot count, in an empty tensor (K = 0,
+  // no bytes) — the row count's product overflowed (undefined behaviour) before the check.
+  CHECK_THROWS_WITH(ct::encoded_tensor::view(ct::formats::q8_0(), {ct::index_t{1} << 40, ct::index_t{1} << 40, 0}, bytes.data(), 0),
+                    Catch::Contains("more rows than an index can count"));
 }
 
 TEST_CASE("encoded formats: clear errors before any work", "[encoded]") {

@@ -313,6 +313,27 @@ TEST_CASE("gguf: malformed files are errors naming the problem and the offset", 
   put_u64(b, at.ne1, (1ull << 57) + 3);
   CHECK(has(parse_error(b), "tensor \"w\" of type f32: its size in bytes overflows"));
   CHECK(has(parse_error(b), off(at.type)));
+  // Regression (fuzz/gguf_fuzz.cpp): an empty tensor whose other extents multiply past int64,
+  // ne = {0, 2^40, 2^40} (a ct [2^40, 2^40, 0] q8_0 tensor): its element count is 0, but its
+  // row count overflowed when the view was made.
+  {
+    bytes_t e;
+    u32(e, 0x46554747);
+    u32(e, 3);
+    u64(e, 1);  // one tensor
+    u64(e, 0);  // no metadata
+    str(e, "e");
+    u32(e, 3);
+    const std::size_t ne1_at = e.size() + 8;
+    u64(e, 0);
+    u64(e, 1ull << 40);
+    u64(e, 1ull << 40);
+    u32(e, 8);  // q8_0
+    u64(e, 0);
+    while (e.size() % 32) e.push_back(0);
+    CHECK(has(parse_error(e), "tensor \"e\": its element count overflows"));
+    CHECK(has(parse_error(e), off(ne1_at + 8)));
+  }
   b = good;
   put_u64(b, at.ne1, 1ull << 40);  // fits in int64 but not in the file
   CHECK(has(parse_error(b), "end past the end of the file"));
