@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ct/core/tuning.hpp"
 #include "ct/encoded/matmul.hpp"
 #include "ct/exec/parallel_for.hpp"
 #include "src/encoded/builtin.hpp"
@@ -151,6 +152,9 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   const float* const xd = x.data();
   float* const yd = out.data();
   const index_t x_batches = x.rank() == 3 ? q.batches : 1;  // activation vectors per m
+  // The caller's tuning (ct/core/tuning.hpp), read here on its thread: speed only.
+  const tuning& tuned = current_tuning();
+  const auto weight_prefetch = static_cast<index_t>(tuned.weight_prefetch_bytes);
 
   // Quantized mode: every activation vector quantized once, before any group runs, in the
   // kernel's activation blocks (qdot.hpp): K int8 quants, a scale per block, sums of 16.
@@ -190,7 +194,8 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     float r;
     if (quantized) {
       const index_t at = xbatch * q.m + mi;
-      r = qdot.fn(wrow(b, ni), {aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector},
+      r = qdot.fn(wrow(b, ni),
+                  {aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector, weight_prefetch},
                   wblocks);
     } else {
       r = detail::mm::dot<float>(k, decoded, 1, xd + xbatch * q.xb + mi * q.xm, q.xk, s);
@@ -201,7 +206,8 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   // for each element as `element`).
   const auto rows_of = [&](index_t b, index_t n0, index_t n1, index_t mi) {
     const index_t at = (x_batches == 1 ? 0 : b) * q.m + mi;
-    const detail::encoded::qactivation a{aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector};
+    const detail::encoded::qactivation a{aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector,
+                                         weight_prefetch};
     qdot.run_rows(wrow(b, n0), w.row_bytes(), n1 - n0, a, wblocks, yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn);
   };
   const auto decode_into = [&](index_t b, index_t ni, float* row) {
@@ -234,11 +240,12 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   }
   // Groups (b, m) of x·wᵀ: a callback decodes blocks of weight rows into its own scratch and
   // uses each block for all of its m.
-  // The rows of a block take about 256 KiB: decoded floats (exact mode) or the encoded rows
-  // themselves (quantized mode), so every m of the callback finds them in cache after the first.
-  // (A fixed size: issue 21 derives cache sizes from the CPU.)
+  // The rows of a block take about the tuning's row_block_bytes (half of L2): decoded floats
+  // (exact mode) or the encoded rows themselves (quantized mode), so every m of the callback
+  // finds them in cache after the first.
   const index_t row_scratch = quantized ? static_cast<index_t>(w.fmt().row_bytes(k)) : 4 * k;
-  const index_t block_rows = std::max<index_t>(1, std::min<index_t>(q.n, (index_t{256} << 10) / std::max<index_t>(row_scratch, 1)));
+  const index_t block_rows = std::max<index_t>(
+      1, std::min<index_t>(q.n, static_cast<index_t>(tuned.row_block_bytes) / std::max<index_t>(row_scratch, 1)));
   detail::schedule(op, q.batches * q.m, [&](index_t start, index_t end) {
     const settings s = current_settings();
     std::vector<float> rows(quantized ? 0 : static_cast<std::size_t>(block_rows * k));

@@ -41,6 +41,9 @@ struct qactivation {
   const std::int8_t* q;
   const float* d;
   const std::int16_t* sums;
+  /// How far ahead in the weight stream the simd kernels prefetch (the caller's tuning,
+  /// weight_prefetch_bytes); 0: no prefetch. Speed only.
+  index_t prefetch_bytes = 0;
 };
 
 /// dot(weight row w of `blocks` weight blocks, activation x). x by reference: the 24-byte struct

@@ -259,20 +259,20 @@ HWY_INLINE __m256 FullGroup(const unsigned char* blk, const std::int8_t* xq, con
   return MulAdd8<kFused>(scale, _mm256_cvtepi32_ps(BlockSums<kQ4>(part, sums16)), acc);
 }
 
-// Software prefetch of the weight bytes this far ahead (into the next rows: a matrix's rows are
-// contiguous; a prefetch past the end cannot fault). Measured on Zen 3 (family 25 model 1), the
-// 100M Llama's generation step (bench/llama): q8_0 8.0-9.3 ms without, 6.7-7.7 ms at 2 KiB,
-// 6.3 ms at 4 KiB, 7.5 ms at 8 KiB; q4_0, compute-bound here, unchanged. A fixed distance for
-// now (issue 21 derives such sizes from the CPU).
-constexpr index_t kPrefetchBytes = 2048;
+// Software prefetch of the weight bytes x.prefetch_bytes ahead (into the next rows: a matrix's
+// rows are contiguous; a prefetch past the end cannot fault). The distance is the tuning's
+// weight_prefetch_bytes (L1d / 16). Measured on Zen 3 (family 25 model 1, L1d 32 KiB), the 100M
+// Llama's generation step (bench/llama): q8_0 8.0-9.3 ms without, 6.7-7.7 ms at 2 KiB, 6.3 ms
+// at 4 KiB, 7.5 ms at 8 KiB; q4_0, compute-bound here, unchanged.
 template <bool kQ4, bool kFused>
 HWY_INLINE float Dot32(const unsigned char* w, const qactivation& x, index_t blocks) {
   constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  const auto prefetch = static_cast<std::uintptr_t>(x.prefetch_bytes);
   index_t g = 0;
   for (; g + 16 <= blocks; g += 16) {
     // (an address, not a pointer into w: it may lie past the row's end)
-    const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(w + g * wbytes) + kPrefetchBytes;
+    const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(w + g * wbytes) + prefetch;
     for (index_t c = 0; c < 16 * wbytes; c += 64)
       _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::uintptr_t>(c)), _MM_HINT_T0);
     acc[0] = FullGroup<kQ4, kFused>(w + g * wbytes, x.q + g * 32, x.d + g, x.sums + 2 * g, acc[0]);

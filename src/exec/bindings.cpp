@@ -23,6 +23,9 @@ settings_scope::settings_scope(const settings& s) noexcept : previous_(bound_set
 settings_scope::~settings_scope() { bound_settings = previous_; }
 
 namespace detail {
+// ct::tuning_scope (src/core/tuning.cpp) replaces one field of the bound settings.
+void bind_settings(const settings& s) noexcept { bound_settings = s; }
+
 const executor* exchange_executor_binding(const executor* e) noexcept {
   const executor* old = bound_executor;
   bound_executor = e;

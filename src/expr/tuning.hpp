@@ -21,24 +21,23 @@ constexpr index_t max_column_block = 4096;
 // of 4096x4096 f32: 4.0 -> 3.0-3.6 ms).
 constexpr index_t column_prefetch_rows = 4;
 
-// Results of at least this many bytes are written with non-temporal stores (when contiguous
-// along the walk): they cannot stay cached for their reader anyway, and not reading the
-// destination lines first cut a 64 MiB softmax 9.9 -> 9.1 ms, a 32 MiB layer norm 5.5 -> 4.5 ms.
-constexpr index_t stream_threshold = 16 * 1024 * 1024;
+// Results of at least the tuning's stream_store_bytes (ct/core/tuning.hpp: half of L3) are
+// written with non-temporal stores (when contiguous along the walk): they cannot stay cached for
+// their reader anyway, and not reading the destination lines first cut a 64 MiB softmax 9.9 ->
+// 9.1 ms, a 32 MiB layer norm 5.5 -> 4.5 ms (Zen 3, 32 MiB L3: 16 MiB then).
 // ... and only with tiles of at least this many bytes: with 256-byte tiles (layer norm of
 // 65536x64) streaming made the evaluation 25% slower.
 constexpr index_t stream_min_tile = 4096;
 
-// Burst prefetch before a tile, this many bytes ahead: between two kernel calls the hardware
-// prefetchers lose the stream (row argmax of 4096x4096 f32: 3.8 -> 1.8 ms). 4 and 16 KiB
-// measured within noise; 64 KiB and L2/L3-only hints were slower. Rows shorter than this are
-// not prefetched for the next group by a later pass: the first pass's own prefetch already
-// reaches them (layer norm 8192x1024 was 5% slower with both).
-constexpr index_t prefetch_distance = 8 * 1024;
-
-// Row cache: bytes per group of values kept for a later pass instead of recomputed
-// (exp(x - max) in softmax, x - mean in layer norm); values that do not fit are recomputed.
-constexpr std::size_t row_cache_budget = 256 * 1024;
+// Burst prefetch before a tile, the tuning's stream_prefetch_bytes ahead (L1d / 4: 8 KiB on a
+// 32 KiB L1): between two kernel calls the hardware prefetchers lose the stream (row argmax of
+// 4096x4096 f32: 3.8 -> 1.8 ms). 4 and 16 KiB measured within noise; 64 KiB and L2/L3-only hints
+// were slower. Rows shorter than this are not prefetched for the next group by a later pass: the
+// first pass's own prefetch already reaches them (layer norm 8192x1024 was 5% slower with both).
+//
+// Row cache: the tuning's row_cache_bytes (half of L2) per group of values kept for a later pass
+// instead of recomputed (exp(x - max) in softmax, x - mean in layer norm); values that do not
+// fit are recomputed.
 
 }  // namespace evaluator
 }  // namespace ct::detail

@@ -27,6 +27,14 @@
 
 namespace ct::detail::mm {
 
+/// The cache budgets (bytes) the SIMD matmul kernels block by: the caller's tuning
+/// (ct/core/tuning.hpp), which its settings carry to every callback, so all callbacks of one
+/// call block alike. Blocking changes speed only: each element is one sequential k sum.
+struct mm_budgets {
+  index_t b_panel_bytes = 0, a_block_bytes = 0, direct_b_bytes = 0, gemv_prefetch_bytes = 0;
+};
+mm_budgets budgets_of(const settings& s);
+
 /// Number of virtual lanes of the fixed-order dot product (two 512-bit registers' worth).
 template <class T>
 inline constexpr index_t dot_lanes = static_cast<index_t>(128 / sizeof(T));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "ct/core/tuning.hpp"
 #include "src/kernels/convert.hpp"
 #include "src/matmul/matmul_common.hpp"
 
@@ -91,11 +92,18 @@ bool use_simd(const settings& s) { return s.backend == backend::simd; }
 
 }  // namespace
 
+mm_budgets budgets_of(const settings& s) {
+  const tuning& t = s.tuning != nullptr ? *s.tuning : process_tuning();
+  const auto bytes = [](std::size_t v) { return static_cast<index_t>(v); };
+  return {bytes(t.gemm_b_panel_bytes), bytes(t.gemm_a_block_bytes), bytes(t.gemm_direct_b_bytes),
+          bytes(t.gemv_prefetch_bytes)};
+}
+
 template <class T>
 index_t gemm_packed_b_size(index_t k, index_t n, index_t brs, index_t bcs, const settings& s) {
   if (!use_simd(s)) return 0;
-  if constexpr (std::is_same_v<T, float>) return simd_packed_b_size_f32(k, n, brs, bcs);
-  else if constexpr (std::is_same_v<T, double>) return simd_packed_b_size_f64(k, n, brs, bcs);
+  if constexpr (std::is_same_v<T, float>) return simd_packed_b_size_f32(k, n, brs, bcs, budgets_of(s));
+  else if constexpr (std::is_same_v<T, double>) return simd_packed_b_size_f64(k, n, brs, bcs, budgets_of(s));
   else return 0;
 }
 
@@ -119,8 +127,8 @@ void gemm_rows(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r1,
   if constexpr (is_float<T>) {
     if (use_simd(s)) {
       bool done;
-      if constexpr (std::is_same_v<T, float>) done = simd_gemm_rows_f32(g, packed_b, r0, r1, fused);
-      else done = simd_gemm_rows_f64(g, packed_b, r0, r1, fused);
+      if constexpr (std::is_same_v<T, float>) done = simd_gemm_rows_f32(g, packed_b, r0, r1, fused, budgets_of(s));
+      else done = simd_gemm_rows_f64(g, packed_b, r0, r1, fused, budgets_of(s));
       if (done) return;
     }
   }
@@ -135,8 +143,8 @@ void gemv_rows(index_t k, const T* a, index_t ars, index_t acs, const T* x, inde
   if constexpr (is_float<T>) {
     if (use_simd(s)) {
       bool done;
-      if constexpr (std::is_same_v<T, float>) done = simd_gemv_rows_f32(k, a, ars, acs, x, xs, y, ys, i0, i1, fused);
-      else done = simd_gemv_rows_f64(k, a, ars, acs, x, xs, y, ys, i0, i1, fused);
+      if constexpr (std::is_same_v<T, float>) done = simd_gemv_rows_f32(k, a, ars, acs, x, xs, y, ys, i0, i1, fused, budgets_of(s));
+      else done = simd_gemv_rows_f64(k, a, ars, acs, x, xs, y, ys, i0, i1, fused, budgets_of(s));
       if (done) return;
     }
   }
@@ -185,3 +193,15 @@ CT_MM_INSTANTIATE(std::int64_t)
 #undef CT_MM_INSTANTIATE
 
 }  // namespace ct::detail::mm
+
+namespace ct {
+gemm_blocking gemm_blocking_for(const tuning& t, bool f64) {
+  settings s;
+  s.tuning = &t;
+  index_t mr = 0, nr = 0, kc = 0, mc = 0;
+  if (f64) detail::mm::simd_gemm_blocking_f64(detail::mm::budgets_of(s), mr, nr, kc, mc);
+  else detail::mm::simd_gemm_blocking_f32(detail::mm::budgets_of(s), mr, nr, kc, mc);
+  const auto z = [](index_t v) { return static_cast<std::size_t>(v); };
+  return {z(mr), z(nr), z(kc), z(mc)};
+}
+}  // namespace ct

@@ -68,19 +68,24 @@ class scratch {
 // return bool return false, having done nothing, when the target cannot honour the FMA
 // policy (fused requested on a target without FMA instructions): the caller then runs the
 // scalar kernel, which gives the same bits.
-index_t simd_packed_b_size_f32(index_t k, index_t n, index_t brs, index_t bcs);
-index_t simd_packed_b_size_f64(index_t k, index_t n, index_t brs, index_t bcs);
+index_t simd_packed_b_size_f32(index_t k, index_t n, index_t brs, index_t bcs, const mm_budgets& b);
+index_t simd_packed_b_size_f64(index_t k, index_t n, index_t brs, index_t bcs, const mm_budgets& b);
+/// The register tile and cache blocking gemm_rows uses under budgets b (ct::gemm_blocking_for).
+void simd_gemm_blocking_f32(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc);
+void simd_gemm_blocking_f64(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc);
 void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out);
 void simd_pack_b_f64(index_t k, index_t n, const double* b, index_t brs, index_t bcs, double* out);
 /// widen: the convert kernel for one contiguous row of n 16-bit values (src/kernels/convert.hpp).
 void simd_pack_b_widened_f32(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs,
                              void (*widen)(const std::uint16_t*, float*, index_t), float* out);
-bool simd_gemm_rows_f32(const gemm_args<float>& g, const float* packed_b, index_t r0, index_t r1, bool fused);
-bool simd_gemm_rows_f64(const gemm_args<double>& g, const double* packed_b, index_t r0, index_t r1, bool fused);
+bool simd_gemm_rows_f32(const gemm_args<float>& g, const float* packed_b, index_t r0, index_t r1, bool fused,
+                        const mm_budgets& b);
+bool simd_gemm_rows_f64(const gemm_args<double>& g, const double* packed_b, index_t r0, index_t r1, bool fused,
+                        const mm_budgets& b);
 bool simd_gemv_rows_f32(index_t k, const float* a, index_t ars, index_t acs, const float* x, index_t xs, float* y,
-                        index_t ys, index_t i0, index_t i1, bool fused);
+                        index_t ys, index_t i0, index_t i1, bool fused, const mm_budgets& b);
 bool simd_gemv_rows_f64(index_t k, const double* a, index_t ars, index_t acs, const double* x, index_t xs,
-                        double* y, index_t ys, index_t i0, index_t i1, bool fused);
+                        double* y, index_t ys, index_t i0, index_t i1, bool fused, const mm_budgets& b);
 bool simd_gevm_cols_f32(index_t k, const float* x, index_t xs, const float* b, index_t brs, index_t bcs, float* y,
                         index_t ys, index_t j0, index_t j1, bool fused);
 bool simd_gevm_cols_f64(index_t k, const double* x, index_t xs, const double* b, index_t brs, index_t bcs,

@@ -48,15 +48,19 @@ struct geom {
   static constexpr index_t L = static_cast<index_t>(hn::MaxLanes(D()));
   static constexpr index_t NR = 2 * L;
   static constexpr index_t MR = kMR;
-  // A KC x NR panel of B (32 KiB for float on AVX-512) stays in the 48 KiB L1 while the
-  // micro-kernel sweeps the A micro-panels of one MC x KC block (~150-300 KiB, in the
-  // 1 MiB L2).
-  static constexpr index_t KC = 256;
-  static constexpr index_t MC = MR * (sizeof(T) == 4 ? 12 : 16);
-  // B of at most this many bytes is read in place (no shared packed copy): it stays in L2.
-  static constexpr index_t direct_b_bytes = 256 * 1024;
   // Products at most this wide read a row-contiguous A in place instead of packing it.
   static constexpr index_t direct_a_max_n = 256;
+};
+
+// The cache blocking for budgets b (ct/core/tuning.hpp): a KC x NR panel of B within
+// b_panel_bytes (the micro-kernel re-reads it for every A micro-panel, from L1), an MC x KC
+// block of A within a_block_bytes (re-read for every B panel, from L2), MC a multiple of MR.
+template <class T>
+struct blocking {
+  index_t kc, mc;
+  explicit blocking(const mm_budgets& b)
+      : kc(std::max<index_t>(1, b.b_panel_bytes / (geom<T>::NR * static_cast<index_t>(sizeof(T))))),
+        mc(std::max<index_t>(1, b.a_block_bytes / (kc * static_cast<index_t>(sizeof(T))) / geom<T>::MR) * geom<T>::MR) {}
 };
 
 // Keeps a product out of reach of FMA contraction (see opaque() in matmul_common.hpp).
@@ -241,17 +245,20 @@ void pack_b_widened(index_t k, index_t n, const std::uint16_t* b, bool bf16, ind
 }
 
 template <class T>
-index_t packed_b_size_t(index_t k, index_t n, index_t brs, index_t bcs) {
+index_t packed_b_size_t(index_t k, index_t n, index_t brs, index_t bcs, const mm_budgets& budgets) {
   (void)brs;
   using G = geom<T>;
-  if (bcs == 1 && k * n * static_cast<index_t>(sizeof(T)) <= G::direct_b_bytes) return 0;
+  // A small row-contiguous B is read in place (no shared packed copy): it stays in L2.
+  if (bcs == 1 && k * n * static_cast<index_t>(sizeof(T)) <= budgets.direct_b_bytes) return 0;
   return (n + G::NR - 1) / G::NR * G::NR * k;
 }
 
 template <class T, bool kFused>
-void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r1) {
+void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r1, const mm_budgets& budgets) {
   using G = geom<T>;
   constexpr index_t MR = G::MR, NR = G::NR;
+  const blocking<T> bl(budgets);
+  const index_t KC = bl.kc, MC = bl.mc;
   if (g.k == 0) {  // empty sums
     for (index_t i = r0; i < r1; ++i)
       for (index_t j = 0; j < g.n; ++j) g.c[i * g.crs + j * g.ccs] = T(0);
@@ -268,8 +275,8 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
   }
   const bool direct = packed_b == nullptr;
   const index_t n_direct = direct ? g.n / NR * NR : 0;  // columns read in place
-  const index_t kc_max = std::min(G::KC, g.k);
-  const index_t mc_max = std::min(G::MC, r1 - r0);
+  const index_t kc_max = std::min(KC, g.k);
+  const index_t mc_max = std::min(MC, r1 - r0);
   // Copying an A block costs about as much as a few micro-kernel steps per element against
   // 2n flops of use: worth it for wide products (and needed for strided A), not for narrow
   // ones, which read a row-contiguous A in place.
@@ -281,8 +288,8 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
   const auto& kernels = micro_kernels<T, kFused>;
   const index_t lda = direct_a ? g.ars : ldp;
 
-  for (index_t pc = 0; pc < g.k; pc += G::KC) {
-    const index_t kc = std::min(G::KC, g.k - pc);
+  for (index_t pc = 0; pc < g.k; pc += KC) {
+    const index_t kc = std::min(KC, g.k - pc);
     const bool accumulate = pc > 0;
     if (direct && n_direct < g.n) {  // the partial last panel, zero padded
       const index_t nr = g.n - n_direct;
@@ -292,8 +299,8 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
         for (index_t j = 0; j < NR; ++j) dst[j] = j < nr ? src[j] : T(0);
       }
     }
-    for (index_t ic = r0; ic < r1; ic += G::MC) {
-      const index_t mc = std::min(G::MC, r1 - ic);
+    for (index_t ic = r0; ic < r1; ic += MC) {
+      const index_t mc = std::min(MC, r1 - ic);
       if (!direct_a) pack_a(g.a + ic * g.ars + pc * g.acs, g.ars, g.acs, mc, kc, ldp, apack.get());
       for (index_t jr = 0; jr < g.n; jr += NR) {
         const index_t nr = std::min(NR, g.n - jr);
@@ -332,14 +339,10 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
 
 // ---------------------------------------------------------------- GEMV / dot
 
-// Elements ahead of the current position that the matrix-vector kernel prefetches.
-template <class T>
-constexpr index_t kPrefetchAhead = 1024 / static_cast<index_t>(sizeof(T));
-
 // out[r] = dot(rows[r][0..k), x[0..k)) for R rows at once (sharing the x loads), in the
 // virtual-lane order: element p goes to lane p % dot_lanes, lanes then fold by lane_tree.
 template <class T, bool kFused, index_t R>
-HWY_INLINE void dot_rows(index_t k, const T* const* rows, const T* HWY_RESTRICT x, T* out) {
+HWY_INLINE void dot_rows(index_t k, const T* const* rows, const T* HWY_RESTRICT x, T* out, index_t ahead) {
   using G = geom<T>;
   const typename G::D d;
   constexpr index_t L = G::L;
@@ -355,11 +358,12 @@ HWY_INLINE void dot_rows(index_t k, const T* const* rows, const T* HWY_RESTRICT 
   for (; p + W <= k; p += W) {
     // Streams from DRAM: ask for the lines a few iterations ahead of use — every line (an
     // iteration spans W elements, two lines for float): prefetching one line in two left
-    // 4096x4096 sgemv at 0.96x Eigen, both lines 1.05x (15 interleaved repetitions).
+    // 4096x4096 sgemv at 0.96x Eigen, both lines 1.05x (15 interleaved repetitions). ahead:
+    // the tuning's gemv_prefetch_bytes in elements.
 #pragma GCC unroll 16
     for (index_t r = 0; r < R; ++r) {
-      hwy::Prefetch(rows[r] + p + kPrefetchAhead<T>);
-      if constexpr (W * sizeof(T) > 64) hwy::Prefetch(rows[r] + p + kPrefetchAhead<T> + 64 / sizeof(T));
+      hwy::Prefetch(rows[r] + p + ahead);
+      if constexpr (W * sizeof(T) > 64) hwy::Prefetch(rows[r] + p + ahead + 64 / sizeof(T));
     }
 #pragma GCC unroll 16
     for (index_t v = 0; v < NV; ++v) {
@@ -398,8 +402,9 @@ constexpr index_t kGemvAccumulators = 8;
 
 template <class T, bool kFused>
 void gemv_rows_t(index_t k, const T* a, index_t ars, index_t acs, const T* x, index_t xs, T* y, index_t ys,
-                 index_t i0, index_t i1) {
+                 index_t i0, index_t i1, const mm_budgets& budgets) {
   using G = geom<T>;
+  const index_t ahead = budgets.gemv_prefetch_bytes / static_cast<index_t>(sizeof(T));
   // Rows per pass: enough independent accumulators to hide the FMA latency.
   constexpr index_t R = std::max<index_t>(1, kGemvAccumulators / (dot_lanes<T> / G::L));
   std::unique_ptr<scratch<T>> xbuf, rowbuf;
@@ -421,13 +426,13 @@ void gemv_rows_t(index_t k, const T* a, index_t ars, index_t acs, const T* x, in
     const T* rows[R];
     T out[R];
     for (index_t r = 0; r < R; ++r) rows[r] = row(i + r, r);
-    dot_rows<T, kFused, R>(k, rows, x, out);
+    dot_rows<T, kFused, R>(k, rows, x, out, ahead);
     for (index_t r = 0; r < R; ++r) y[(i + r) * ys] = out[r];
   }
   for (; i < i1; ++i) {
     const T* rows[1] = {row(i, 0)};
     T out[1];
-    dot_rows<T, kFused, 1>(k, rows, x, out);
+    dot_rows<T, kFused, 1>(k, rows, x, out, ahead);
     y[i * ys] = out[0];
   }
 }
@@ -507,23 +512,31 @@ void gevm_cols_t(index_t k, const T* x, index_t xs, const T* b, index_t brs, ind
 constexpr bool kCanFuse = HWY_NATIVE_FMA != 0;
 
 #define CT_MM_TARGET_FUNCS(T, S)                                                                             \
-  index_t PackedBSize##S(index_t k, index_t n, index_t brs, index_t bcs) {                                 \
-    return packed_b_size_t<T>(k, n, brs, bcs);                                                               \
+  index_t PackedBSize##S(index_t k, index_t n, index_t brs, index_t bcs, const mm_budgets& b) {           \
+    return packed_b_size_t<T>(k, n, brs, bcs, b);                                                            \
+  }                                                                                                          \
+  void GemmBlocking##S(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc) {            \
+    const blocking<T> bl(b);                                                                                 \
+    mr = geom<T>::MR;                                                                                        \
+    nr = geom<T>::NR;                                                                                        \
+    kc = bl.kc;                                                                                              \
+    mc = bl.mc;                                                                                              \
   }                                                                                                          \
   void PackB##S(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out) {                       \
     pack_b_t<T>(k, n, b, brs, bcs, out);                                                                     \
   }                                                                                                          \
-  bool GemmRows##S(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r1, bool fused) {         \
+  bool GemmRows##S(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r1, bool fused,           \
+                   const mm_budgets& b) {                                                                    \
     if (fused && !kCanFuse) return false;                                                                    \
-    if (fused) gemm_rows_t<T, true>(g, packed_b, r0, r1);                                                    \
-    else gemm_rows_t<T, false>(g, packed_b, r0, r1);                                                         \
+    if (fused) gemm_rows_t<T, true>(g, packed_b, r0, r1, b);                                                 \
+    else gemm_rows_t<T, false>(g, packed_b, r0, r1, b);                                                      \
     return true;                                                                                             \
   }                                                                                                          \
   bool GemvRows##S(index_t k, const T* a, index_t ars, index_t acs, const T* x, index_t xs, T* y, index_t ys, \
-                   index_t i0, index_t i1, bool fused) {                                                     \
+                   index_t i0, index_t i1, bool fused, const mm_budgets& b) {                                \
     if (fused && !kCanFuse) return false;                                                                    \
-    if (fused) gemv_rows_t<T, true>(k, a, ars, acs, x, xs, y, ys, i0, i1);                                   \
-    else gemv_rows_t<T, false>(k, a, ars, acs, x, xs, y, ys, i0, i1);                                        \
+    if (fused) gemv_rows_t<T, true>(k, a, ars, acs, x, xs, y, ys, i0, i1, b);                                \
+    else gemv_rows_t<T, false>(k, a, ars, acs, x, xs, y, ys, i0, i1, b);                                     \
     return true;                                                                                             \
   }                                                                                                          \
   bool GevmCols##S(index_t k, const T* x, index_t xs, const T* b, index_t brs, index_t bcs, T* y, index_t ys, \
@@ -550,6 +563,8 @@ namespace ct::detail::mm {
 
 HWY_EXPORT(PackedBSizeF32);
 HWY_EXPORT(PackedBSizeF64);
+HWY_EXPORT(GemmBlockingF32);
+HWY_EXPORT(GemmBlockingF64);
 HWY_EXPORT(PackBF32);
 HWY_EXPORT(PackBF64);
 HWY_EXPORT(PackBWidenedF32);
@@ -560,11 +575,17 @@ HWY_EXPORT(GemvRowsF64);
 HWY_EXPORT(GevmColsF32);
 HWY_EXPORT(GevmColsF64);
 
-index_t simd_packed_b_size_f32(index_t k, index_t n, index_t brs, index_t bcs) {
-  return HWY_DYNAMIC_DISPATCH(PackedBSizeF32)(k, n, brs, bcs);
+index_t simd_packed_b_size_f32(index_t k, index_t n, index_t brs, index_t bcs, const mm_budgets& b) {
+  return HWY_DYNAMIC_DISPATCH(PackedBSizeF32)(k, n, brs, bcs, b);
 }
-index_t simd_packed_b_size_f64(index_t k, index_t n, index_t brs, index_t bcs) {
-  return HWY_DYNAMIC_DISPATCH(PackedBSizeF64)(k, n, brs, bcs);
+index_t simd_packed_b_size_f64(index_t k, index_t n, index_t brs, index_t bcs, const mm_budgets& b) {
+  return HWY_DYNAMIC_DISPATCH(PackedBSizeF64)(k, n, brs, bcs, b);
+}
+void simd_gemm_blocking_f32(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc) {
+  HWY_DYNAMIC_DISPATCH(GemmBlockingF32)(b, mr, nr, kc, mc);
+}
+void simd_gemm_blocking_f64(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc) {
+  HWY_DYNAMIC_DISPATCH(GemmBlockingF64)(b, mr, nr, kc, mc);
 }
 void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out) {
   HWY_DYNAMIC_DISPATCH(PackBF32)(k, n, b, brs, bcs, out);
@@ -576,19 +597,21 @@ void simd_pack_b_widened_f32(index_t k, index_t n, const std::uint16_t* b, bool 
                              void (*widen)(const std::uint16_t*, float*, index_t), float* out) {
   HWY_DYNAMIC_DISPATCH(PackBWidenedF32)(k, n, b, bf16, brs, bcs, widen, out);
 }
-bool simd_gemm_rows_f32(const gemm_args<float>& g, const float* packed_b, index_t r0, index_t r1, bool fused) {
-  return HWY_DYNAMIC_DISPATCH(GemmRowsF32)(g, packed_b, r0, r1, fused);
+bool simd_gemm_rows_f32(const gemm_args<float>& g, const float* packed_b, index_t r0, index_t r1, bool fused,
+                        const mm_budgets& b) {
+  return HWY_DYNAMIC_DISPATCH(GemmRowsF32)(g, packed_b, r0, r1, fused, b);
 }
-bool simd_gemm_rows_f64(const gemm_args<double>& g, const double* packed_b, index_t r0, index_t r1, bool fused) {
-  return HWY_DYNAMIC_DISPATCH(GemmRowsF64)(g, packed_b, r0, r1, fused);
+bool simd_gemm_rows_f64(const gemm_args<double>& g, const double* packed_b, index_t r0, index_t r1, bool fused,
+                        const mm_budgets& b) {
+  return HWY_DYNAMIC_DISPATCH(GemmRowsF64)(g, packed_b, r0, r1, fused, b);
 }
 bool simd_gemv_rows_f32(index_t k, const float* a, index_t ars, index_t acs, const float* x, index_t xs, float* y,
-                        index_t ys, index_t i0, index_t i1, bool fused) {
-  return HWY_DYNAMIC_DISPATCH(GemvRowsF32)(k, a, ars, acs, x, xs, y, ys, i0, i1, fused);
+                        index_t ys, index_t i0, index_t i1, bool fused, const mm_budgets& b) {
+  return HWY_DYNAMIC_DISPATCH(GemvRowsF32)(k, a, ars, acs, x, xs, y, ys, i0, i1, fused, b);
 }
 bool simd_gemv_rows_f64(index_t k, const double* a, index_t ars, index_t acs, const double* x, index_t xs,
-                        double* y, index_t ys, index_t i0, index_t i1, bool fused) {
-  return HWY_DYNAMIC_DISPATCH(GemvRowsF64)(k, a, ars, acs, x, xs, y, ys, i0, i1, fused);
+                        double* y, index_t ys, index_t i0, index_t i1, bool fused, const mm_budgets& b) {
+  return HWY_DYNAMIC_DISPATCH(GemvRowsF64)(k, a, ars, acs, x, xs, y, ys, i0, i1, fused, b);
 }
 bool simd_gevm_cols_f32(index_t k, const float* x, index_t xs, const float* b, index_t brs, index_t bcs, float* y,
                         index_t ys, index_t j0, index_t j1, bool fused) {

@@ -50,4 +50,11 @@ class empty_reduction_error : public error {
   using error::error;
 };
 
+/// A tuning specification (the CT_TUNING environment variable, ct::parse_tuning) does not
+/// parse: an unknown name, a missing '=', or a size that is not a positive number of bytes.
+class tuning_error : public error {
+ public:
+  using error::error;
+};
+
 }  // namespace ct

@@ -8,6 +8,8 @@
 
 namespace ct {
 
+struct tuning;  // ct/core/tuning.hpp
+
 /// Which kernels run: portable scalar loops, or SIMD kernels for the best instruction set
 /// found at run time (SSE4 / AVX2 / AVX-512 through Highway's dispatch).
 enum class backend { scalar, simd };
@@ -22,6 +24,9 @@ struct settings {
   ct::backend backend = ct::backend::simd;
   /// Whether a*b+c is contracted into one fused multiply-add.
   ct::fma_policy fma = ct::fma_policy::fused;
+  /// The blocking parameters (ct/core/tuning.hpp), bound by ct::tuning_scope; null means the
+  /// process's (ct::process_tuning()). They change speed only, never results for one tuning.
+  const ct::tuning* tuning = nullptr;
   /// Both settings equal.
   friend bool operator==(const settings&, const settings&) = default;
 };

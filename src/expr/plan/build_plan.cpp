@@ -1,12 +1,17 @@
 // build_plan: the stages of planning one evaluation, in order (each in its own file).
 #include <algorithm>
 
+#include "ct/core/tuning.hpp"
 #include "src/expr/plan/stages.hpp"
 
 namespace ct::detail::evaluator {
 
 plan build_plan(const program& p, int root, const destination& dest, const char* op, bool may_stream) {
   plan pl(p, root, dest, op);
+  const tuning& t = current_tuning();
+  pl.prefetch_distance = static_cast<index_t>(t.stream_prefetch_bytes);
+  pl.stream_threshold = static_cast<index_t>(t.stream_store_bytes);
+  pl.row_cache_budget = t.row_cache_bytes;
   plan_iteration_space(pl);
   plan_passes(pl);
   plan_prefetch(pl);

@@ -238,7 +238,7 @@ void resolve_root_stream(plan& pl) {
   else pick(float{});
 }
 
-// Non-temporal stores for a large result (tuning.hpp: stream_threshold, stream_min_tile), only
+// Non-temporal stores for a large result (the tuning's stream_store_bytes, tuning.hpp's stream_min_tile), only
 // when the output pass is light: unless the root's kernel streams itself (root_stream), the
 // tile is computed into scratch and copied out in a burst, which cannot overlap heavy
 // per-element work (elementwise exp of 4096x4096 went from 3.3 to 4.0 ms with streaming,
@@ -250,7 +250,7 @@ void decide_stream(plan& pl, bool may_stream) {
   // with non-temporal stores); its tiles are computed in float32, hence the tile test in 4 bytes.
   const index_t tile_bytes = pl.tile * (pl.narrow_dest ? index_t{4} : esize);
   pl.stream = may_stream && !pl.column && !pl.root_uniform && light_output_pass(pl) && g.walk.back().strides.back() == 1 &&
-              g.groups * g.reduced * esize >= stream_threshold && tile_bytes >= stream_min_tile;
+              g.groups * g.reduced * esize >= pl.stream_threshold && tile_bytes >= stream_min_tile;
   if (pl.stream && !pl.narrow_dest) resolve_root_stream(pl);
 }
 

@@ -55,7 +55,7 @@ void plan_pass(plan& pl, int pass) {
     const std::size_t ui = static_cast<std::size_t>(i);
     const std::size_t row_bytes = static_cast<std::size_t>(pl.geo.reduced) * dtype_bytes(code[ui].type);
     if (!pl.column && pl.computed_in[ui] >= 0 && code[ui].op != opcode::load &&
-        (pl.cache_store_pass[ui] >= 0 || pl.cache_bytes + row_bytes <= row_cache_budget)) {
+        (pl.cache_store_pass[ui] >= 0 || pl.cache_bytes + row_bytes <= pl.row_cache_budget)) {
       if (pl.cache_store_pass[ui] < 0) {
         pl.cache_store_pass[ui] = pl.computed_in[ui];
         pl.cache_offset[ui] = pl.cache_bytes;
@@ -293,7 +293,7 @@ void plan_widened_rows(plan& pl) {
     const leaf_info& leaf = p.leaves()[l];
     const std::size_t row_bytes = static_cast<std::size_t>(g.reduced) * sizeof(float);
     if (kind_of(leaf.type) != dtype_kind::storage_float || in.type != dtype::f32 || g.walk.back().strides[l] != 1 ||
-        pl.widen_at[l] != plan::npos || pl.cache_bytes + row_bytes > row_cache_budget)
+        pl.widen_at[l] != plan::npos || pl.cache_bytes + row_bytes > pl.row_cache_budget)
       continue;
     bool per_group = false;
     for (const auto& ks : g.k_strides) per_group = per_group || ks[l] != 0;

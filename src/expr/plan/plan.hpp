@@ -279,6 +279,11 @@ struct plan {
   // computing into scratch and copying out (nullptr: copy out with stream_copy).
   void (*root_stream)() = nullptr;
 
+  // ---- the caller's tuning (ct/core/tuning.hpp), read once on the calling thread ----
+  index_t prefetch_distance = 0;   // stream_prefetch_bytes: tile inputs prefetched this far ahead
+  index_t stream_threshold = 0;    // stream_store_bytes: results this large stream
+  std::size_t row_cache_budget = 0;  // row_cache_bytes: the row cache's size
+
   // ---- prefetch (prefetch.cpp) ----
   plan_vector<int> next_group_leaves;  // leaves whose rows a later pass prefetches for the next group
   bool prefetches_next = false;        // some pass does (pass_plan::prefetch_next)

@@ -61,7 +61,7 @@ void plan_prefetch(plan& pl) {
   const auto first = static_cast<std::size_t>(pl.next_group_leaves.front());
   // A widened row longer than a tile: its first pass reads the widened row, not memory.
   const bool widened = pl.widen_at[first] != plan::npos && g.reduced > pl.tile;
-  if (widened || g.reduced * static_cast<index_t>(dtype_bytes(p.leaves()[first].type)) > prefetch_distance)
+  if (widened || g.reduced * static_cast<index_t>(dtype_bytes(p.leaves()[first].type)) > pl.prefetch_distance)
     pl.passes[1].prefetch_next = pl.prefetches_next = true;
 }
 

@@ -22,10 +22,10 @@ namespace ct::detail::evaluator {
 
 namespace {
 
-// Software prefetch of the bytes a tile will read prefetch_distance bytes from now (tuning.hpp).
-// Prefetches never fault, so running past the end of an operand is harmless.
-inline void prefetch_ahead(const unsigned char* p, index_t bytes) {
-  for (index_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + prefetch_distance + b);
+// Software prefetch of the bytes a tile will read `distance` bytes from now (the plan's
+// prefetch_distance, tuning.hpp). Prefetches never fault: running past an operand's end is harmless.
+inline void prefetch_ahead(const unsigned char* p, index_t bytes, index_t distance) {
+  for (index_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + distance + b);
 }
 
 struct group_runner {
@@ -67,7 +67,7 @@ struct group_runner {
       }
       const unsigned char* at = static_cast<const unsigned char*>(p.leaves()[static_cast<std::size_t>(st.leaf)].data) +
                                 (offsets[static_cast<std::size_t>(st.leaf)] + start) * st.esize;
-      if (st.burst && !fetched) prefetch_ahead(at, n * st.esize);
+      if (st.burst && !fetched) prefetch_ahead(at, n * st.esize, pl.prefetch_distance);
       ptr[ui] = const_cast<unsigned char*>(at);
       return;
     }
@@ -160,7 +160,7 @@ struct group_runner {
       const kernels::widen_fn fn = bf ? widen_bf16 : widen_f16;
       for (index_t at = 0; at < pl.geo.reduced; at += pl.tile) {
         const index_t n = std::min(pl.tile, pl.geo.reduced - at);
-        if (!pl.widen_once[ul] && !prefetched_next) prefetch_ahead(reinterpret_cast<const unsigned char*>(x + at), n * 2);
+        if (!pl.widen_once[ul] && !prefetched_next) prefetch_ahead(reinterpret_cast<const unsigned char*>(x + at), n * 2, pl.prefetch_distance);
         if (fn != nullptr) fn(x + at, y + at, n);
         else if (bf) kernels::widen_bf16(x + at, y + at, n, s);
         else kernels::widen_f16(x + at, y + at, n, s);

@@ -1,0 +1,105 @@
+/// \file
+/// Blocking parameters: the cache budgets ct's kernels size their blocks by, derived at run
+/// time from this machine's caches (ct/core/machine.hpp), with an environment override for
+/// experiments and a scope for tests.
+///
+/// The parameters change speed only. For a given tuning every result is bitwise the same
+/// whatever the executor (CONTRACT §3); the GEMM kernels' results do not depend on the tuning
+/// at all (each element is one sequential k sum, whatever the blocking).
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "ct/core/machine.hpp"
+
+namespace ct {
+
+/// What each budget is for, and how for_caches derives it (docs/tuning.md has the reasons).
+struct tuning {
+  /// The cache sizes the budgets below were derived from.
+  cache_sizes caches;
+  /// GEMM: one packed KC x NR panel of B, which the micro-kernel re-reads for every A
+  /// micro-panel, takes at most this (half of L1d); KC follows from it and the target's NR.
+  std::size_t gemm_b_panel_bytes = 0;
+  /// GEMM: one packed MC x KC block of A, re-read for every panel of B, takes at most this
+  /// (a quarter of L2, leaving room for the B panels passing through); MC follows from it.
+  std::size_t gemm_a_block_bytes = 0;
+  /// GEMM: a row-contiguous B of at most this many bytes is read in place instead of being
+  /// packed first (half of L2: it stays there across the row blocks).
+  std::size_t gemm_direct_b_bytes = 0;
+  /// Matrix-vector products and encoded x * w^T: weight rows are taken in blocks of about this
+  /// many bytes of per-row scratch (half of L2).
+  std::size_t row_block_bytes = 0;
+  /// Matrix-vector kernel: prefetch this far ahead in each weight row (L1d / 32).
+  std::size_t gemv_prefetch_bytes = 0;
+  /// Encoded dot kernels: prefetch this far ahead in the encoded weight stream (L1d / 16).
+  std::size_t weight_prefetch_bytes = 0;
+  /// Fused evaluation: a tile's inputs are prefetched this far ahead (L1d / 4).
+  std::size_t stream_prefetch_bytes = 0;
+  /// Fused evaluation: results of at least this many bytes are written with non-temporal
+  /// stores (half of L3, or 8 x L2 without an L3: larger results cannot stay cached anyway).
+  std::size_t stream_store_bytes = 0;
+  /// Fused evaluation: per group, values a later pass needs (exp(x - max) in softmax) are kept
+  /// up to this many bytes instead of being recomputed (half of L2).
+  std::size_t row_cache_bytes = 0;
+
+  /// The budgets for these cache sizes by the rules above; sizes of 0 are taken as the
+  /// assumed 32 KiB / 512 KiB / 8 MiB, and every budget is at least one cache line.
+  static tuning for_caches(const cache_sizes& c);
+  /// All fields equal.
+  friend bool operator==(const tuning&, const tuning&) = default;
+};
+
+/// The tuning of this process: for_caches(this_machine().caches), then the CT_TUNING
+/// environment variable, read once. CT_TUNING is a comma-separated list of name=size, sizes
+/// in bytes with an optional K, M or G suffix (powers of 1024): l1d, l2 and l3 replace the
+/// detected sizes before the budgets are derived; the others (gemm_b_panel, gemm_a_block,
+/// gemm_direct_b, row_block, gemv_prefetch, weight_prefetch, stream_prefetch, stream_store,
+/// row_cache) then replace one budget. Example: CT_TUNING=l1d=48K,gemm_a_block=256K.
+/// Throws ct::tuning_error (naming the entry) on first use when CT_TUNING does not parse.
+const tuning& process_tuning();
+
+/// Parses a CT_TUNING value over base (exposed for tests and tools); throws ct::tuning_error.
+tuning parse_tuning(const std::string& spec, const tuning& base);
+
+/// The tuning in force on this thread: the innermost tuning_scope's, else process_tuning().
+/// Operations capture it at the call site with the other settings (ct/exec/settings.hpp).
+const tuning& current_tuning();
+
+/// Binds a tuning for the current thread until destroyed (the previous one returns). The
+/// tuning is copied; destroy scopes on their thread, in reverse order of creation.
+class tuning_scope {
+ public:
+  /// Binds t on this thread.
+  explicit tuning_scope(const tuning& t);
+  /// Brings back the binding in force before.
+  ~tuning_scope();
+  /// Not copyable: each binding belongs to one scope.
+  tuning_scope(const tuning_scope&) = delete;
+  /// Not assignable.
+  tuning_scope& operator=(const tuning_scope&) = delete;
+
+ private:
+  tuning own_;
+  const tuning* previous_;
+};
+
+/// The GEMM blocking the SIMD backend uses for one element type under a tuning on this CPU's
+/// dispatched target: micro-tile MR x NR, KC steps of k per block, MC rows per A block.
+struct gemm_blocking {
+  /// Rows of the register tile.
+  std::size_t mr = 0;
+  /// Columns of the register tile (two vectors).
+  std::size_t nr = 0;
+  /// Steps of k per packed block.
+  std::size_t kc = 0;
+  /// Rows per packed block of A (a multiple of mr).
+  std::size_t mc = 0;
+};
+/// gemm_blocking for float32 (or float64 when f64) under tuning t.
+gemm_blocking gemm_blocking_for(const tuning& t, bool f64 = false);
+
+/// One line naming every budget, e.g. "L1d 32K L2 512K L3 32M | gemm_b_panel 16K ...".
+std::string describe(const tuning& t);
+
+}  // namespace ct

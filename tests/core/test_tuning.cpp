@@ -1,0 +1,228 @@
+// tests/core/test_tuning.cpp — ct/core/machine.hpp and ct/core/tuning.hpp: the budgets follow
+// the documented rules, CT_TUNING's syntax and its errors, scopes, and — the point of it all —
+// tiny and huge caches give valid blockings whose results are correct and bitwise those of the
+// machine's own tuning, under every executor.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <thread>
+
+#include "ct/ct.hpp"
+#include "matmul/helpers.hpp"
+#include "support/executor_zoo.hpp"
+#include "support/reference.hpp"
+
+namespace {
+
+constexpr std::size_t K = 1024, M = 1024 * 1024;
+
+// Sizes far from any real machine's, both ways: blocks of a few k steps, and blocks larger
+// than every operand.
+ct::tuning tiny() { return ct::tuning::for_caches({1 * K, 4 * K, 16 * K, 64}); }
+ct::tuning huge() { return ct::tuning::for_caches({1 * M, 64 * M, 1024 * M, 64}); }
+
+}  // namespace
+
+TEST_CASE("this_machine describes a CPU with caches", "[tuning]") {
+  const ct::machine_description& m = ct::this_machine();
+  CHECK(&m == &ct::this_machine());  // detected once
+  CHECK(m.caches.l1d >= 4 * K);
+  CHECK(m.caches.l2 >= m.caches.l1d);
+  CHECK(m.caches.line >= 16);
+  CHECK((m.caches_source == "sysfs" || m.caches_source == "cpuid" || m.caches_source == "assumed"));
+  CHECK_FALSE(m.model_name.empty());
+#if defined(__x86_64__)
+  CHECK(m.family > 0);
+#endif
+  const std::string d = ct::describe(m);
+  CHECK(d.find("L1d") != std::string::npos);
+  CHECK(d.find(m.caches_source) != std::string::npos);
+}
+
+TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
+  // Zen 3: 32 KiB L1d, 512 KiB L2, 32 MiB L3 — the sizes the constants were measured on.
+  const ct::tuning t = ct::tuning::for_caches({32 * K, 512 * K, 32 * M, 64});
+  CHECK(t.caches == ct::cache_sizes{32 * K, 512 * K, 32 * M, 64});
+  CHECK(t.gemm_b_panel_bytes == 16 * K);
+  CHECK(t.gemm_a_block_bytes == 128 * K);
+  CHECK(t.gemm_direct_b_bytes == 256 * K);
+  CHECK(t.row_block_bytes == 256 * K);
+  CHECK(t.gemv_prefetch_bytes == 1 * K);
+  CHECK(t.weight_prefetch_bytes == 2 * K);
+  CHECK(t.stream_prefetch_bytes == 8 * K);
+  CHECK(t.stream_store_bytes == 16 * M);
+  CHECK(t.row_cache_bytes == 256 * K);
+  // Zen 5's 48 KiB L1d and 1 MiB L2 scale them.
+  const ct::tuning z5 = ct::tuning::for_caches({48 * K, 1 * M, 32 * M, 64});
+  CHECK(z5.gemm_b_panel_bytes == 24 * K);
+  CHECK(z5.gemm_a_block_bytes == 256 * K);
+  CHECK(z5.weight_prefetch_bytes == 3 * K);
+  // No L3: results streamed from 8 x L2. Unknown sizes: the assumed ones.
+  CHECK(ct::tuning::for_caches({32 * K, 512 * K, 0, 64}).stream_store_bytes == 4 * M);
+  CHECK(ct::tuning::for_caches({0, 0, 0, 0}) == ct::tuning::for_caches({32 * K, 512 * K, 0, 64}));
+  // Every budget at least a line, however small the caches.
+  const ct::tuning t1 = ct::tuning::for_caches({64, 64, 64, 64});
+  for (std::size_t v : {t1.gemm_b_panel_bytes, t1.gemm_a_block_bytes, t1.gemm_direct_b_bytes, t1.row_block_bytes,
+                        t1.gemv_prefetch_bytes, t1.weight_prefetch_bytes, t1.stream_prefetch_bytes,
+                        t1.stream_store_bytes, t1.row_cache_bytes})
+    CHECK(v == 64);
+}
+
+TEST_CASE("parse_tuning: caches re-derive, budgets replace one value", "[tuning]") {
+  const ct::tuning base = ct::tuning::for_caches({32 * K, 512 * K, 32 * M, 64});
+  CHECK(ct::parse_tuning("", base) == base);
+  const ct::tuning a = ct::parse_tuning("l1d=48K,gemm_a_block=300000", base);
+  CHECK(a.caches.l1d == 48 * K);
+  CHECK(a.gemm_b_panel_bytes == 24 * K);       // derived from the new L1d
+  CHECK(a.gemm_a_block_bytes == 300000);      // then replaced
+  CHECK(a.row_cache_bytes == base.row_cache_bytes);
+  const ct::tuning b = ct::parse_tuning("l2=2M,l3=1g,weight_prefetch=4k,", base);  // units either case, a trailing comma
+  CHECK(b.caches.l2 == 2 * M);
+  CHECK(b.caches.l3 == 1024 * M);
+  CHECK(b.gemm_a_block_bytes == 512 * K);
+  CHECK(b.weight_prefetch_bytes == 4 * K);
+  // Order does not matter: the caches first, then the budgets.
+  CHECK(ct::parse_tuning("gemv_prefetch=512,l1d=64K", base) == ct::parse_tuning("l1d=64K,gemv_prefetch=512", base));
+}
+
+TEST_CASE("parse_tuning refuses what it cannot read, naming the entry", "[tuning][errors]") {
+  const ct::tuning base = ct::tuning::for_caches({32 * K, 512 * K, 32 * M, 64});
+  const std::pair<const char*, const char*> bad[] = {
+      {"l1=32K", "unknown name 'l1'"},       {"l1d", "no '='"},
+      {"l1d=", "no size"},                   {"l1d=0", "size 0"},
+      {"l1d=32X", "unknown unit 'X'"},       {"l1d=32KB", "trailing characters"},
+      {"l1d=-1", "not a number"},            {"l2=2000G", "larger than 1 TiB"},
+      {"l1d=32K,,l2=1M", "empty entry"},     {"row_cache=99999999999999999999", "larger than 1 TiB"},
+  };
+  for (const auto& [spec, why] : bad) {
+    INFO(spec);
+    try {
+      (void)ct::parse_tuning(spec, base);
+      FAIL("accepted");
+    } catch (const ct::tuning_error& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find(why) != std::string::npos);
+      CHECK(msg.find(spec) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("tuning_scope binds a tuning for this thread only, nested scopes unwind", "[tuning]") {
+  const ct::tuning& process = ct::process_tuning();
+  CHECK(&ct::current_tuning() == &process);
+  CHECK(ct::current_settings().tuning == nullptr);
+  {
+    ct::tuning_scope outer(tiny());
+    CHECK(ct::current_tuning() == tiny());
+    CHECK(ct::current_settings().tuning == &ct::current_tuning());
+    {
+      ct::tuning_scope inner(huge());
+      CHECK(ct::current_tuning() == huge());
+      ct::backend_scope b(ct::backend::scalar);  // other settings keep the binding
+      CHECK(ct::current_tuning() == huge());
+      bool other_thread_sees_process = false;
+      std::thread([&] { other_thread_sees_process = &ct::current_tuning() == &process; }).join();
+      CHECK(other_thread_sees_process);
+    }
+    CHECK(ct::current_tuning() == tiny());
+  }
+  CHECK(&ct::current_tuning() == &process);
+}
+
+TEST_CASE("gemm_blocking_for keeps the blocks within their budgets", "[tuning][matmul]") {
+  for (const ct::tuning& t : {tiny(), huge(), ct::process_tuning(), ct::tuning::for_caches({32 * K, 512 * K, 32 * M, 64})}) {
+    for (bool f64 : {false, true}) {
+      INFO(ct::describe(t) << (f64 ? " f64" : " f32"));
+      const std::size_t size = f64 ? 8 : 4;
+      const ct::gemm_blocking g = ct::gemm_blocking_for(t, f64);
+      REQUIRE(g.mr > 0);
+      REQUIRE(g.nr > 0);
+      CHECK(g.kc >= 1);
+      CHECK(g.mc % g.mr == 0);
+      // The largest KC whose B panel fits, and the largest MC (in whole micro-panels) whose A
+      // block fits — or the smallest block when even that does not.
+      CHECK(g.kc == std::max<std::size_t>(1, t.gemm_b_panel_bytes / (g.nr * size)));
+      if (g.mc > g.mr) CHECK(g.mc * g.kc * size <= t.gemm_a_block_bytes);
+      CHECK((g.mc + g.mr) * g.kc * size > t.gemm_a_block_bytes);
+    }
+  }
+  // On a 32 KiB L1d the AVX2 and AVX-512 float panels are half of it: KC 256 and 128.
+  const ct::gemm_blocking z3 = ct::gemm_blocking_for(ct::tuning::for_caches({32 * K, 512 * K, 32 * M, 64}));
+  CHECK(z3.kc * z3.nr * 4 == 16 * K);
+}
+
+TEMPLATE_TEST_CASE("tiny and huge caches: products correct, and bitwise the machine's under every executor",
+                   "[tuning][matmul][scheduling]", float, double) {
+  using T = TestType;
+  ct_test::executor_zoo zoo;
+  for (const auto& pr : mm_test::products<T>()) {
+    for (const ct::settings& s : mm_test::all_settings) {
+      ct::settings_scope bind(s);
+      const ct::tensor<T> expected = pr.run();  // the process's tuning, no executor
+      const mm_test::reference ref = mm_test::naive_matmul(pr.a, pr.b);
+      for (const ct::tuning& t : {tiny(), huge()}) {
+        ct::tuning_scope tuned(t);
+        INFO(pr.name << " " << mm_test::describe(s) << " " << ct::describe(t));
+        const ct::tensor<T> got = pr.run();
+        CHECK(mm_test::count_bad(got, ref) == 0);
+        CHECK(mm_test::same_bits(got, expected));
+        for (auto& [name, exec] : zoo.all()) {
+          INFO(name);
+          ct::executor_scope e(exec);
+          CHECK(mm_test::same_bits(pr.run(), expected));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a large product under a tiny tuning: many k and row blocks, bitwise the machine's", "[tuning][matmul]") {
+  // 300 x 700 x 260: KC 8 (tiny) gives 88 k blocks, MC a few rows; B is packed (not direct).
+  const auto a = ct::random_uniform<float>({300, 700}, 5, -1.0f, 1.0f);
+  const auto b = ct::random_uniform<float>({700, 260}, 6, -1.0f, 1.0f);
+  const auto expected = ct::matmul(a, b);
+  ct::tuning_scope tuned(tiny());
+  const ct::gemm_blocking g = ct::gemm_blocking_for(tiny());
+  CHECK(g.kc < 64);
+  ct_test::executor_zoo zoo;
+  for (auto& [name, exec] : zoo.all()) {
+    INFO(name);
+    ct::executor_scope e(exec);
+    CHECK(mm_test::same_bits(ct::matmul(a, b), expected));
+  }
+}
+
+TEST_CASE("encoded products and fused evaluation under tiny and huge tunings: bitwise the machine's",
+          "[tuning][encoded][scheduling]") {
+  const auto wf = ct::random_uniform<float>({70, 512}, 11, -1.0f, 1.0f);
+  const auto x = ct::random_uniform<float>({5, 512}, 12, -2.0f, 2.0f);
+  // 256 x 300 floats: with the tiny tuning the result (300 KiB) streams (stream_store 8 KiB)
+  // and softmax's cached row does not fit (row_cache 2 KiB): recomputed instead.
+  const auto r = ct::random_uniform<float>({256, 300}, 13, -4.0f, 4.0f);
+  const auto softmax = [&] { return ct::eval(ct::softmax(r, -1)); };
+  const auto norm = [&] { return ct::eval(ct::layer_norm(r, -1, 1e-5f)); };
+  const auto expected_softmax = softmax(), expected_norm = norm();
+  for (const char* name : {"q8_0", "q4_0", "q4_K", "q6_K", "bf16"}) {
+    const auto w = ct::encode(wf, ct::find_format(name));
+    const auto expected_q = ct::matmul(x, w.transpose());
+    const auto expected_e = ct::matmul(x, w.transpose(), ct::encoded_mode::exact);
+    const auto expected_v = ct::matmul(w, x.slice(0, 0, 1).reshape({512}));
+    for (const ct::tuning& t : {tiny(), huge()}) {
+      ct::tuning_scope tuned(t);
+      ct_test::executor_zoo zoo;
+      for (auto& [ename, exec] : zoo.all()) {
+        INFO(name << " " << ct::describe(t) << " " << ename);
+        ct::executor_scope e(exec);
+        CHECK(ct_test::bitwise_equal(ct::matmul(x, w.transpose()), expected_q));
+        CHECK(ct_test::bitwise_equal(ct::matmul(x, w.transpose(), ct::encoded_mode::exact), expected_e));
+        CHECK(ct_test::bitwise_equal(ct::matmul(w, x.slice(0, 0, 1).reshape({512})), expected_v));
+      }
+    }
+  }
+  for (const ct::tuning& t : {tiny(), huge()}) {
+    ct::tuning_scope tuned(t);
+    INFO(ct::describe(t));
+    CHECK(ct_test::bitwise_equal(softmax(), expected_softmax));
+    CHECK(ct_test::bitwise_equal(norm(), expected_norm));
+  }
+}
