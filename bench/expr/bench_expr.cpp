@@ -52,6 +52,7 @@
 
 #include "ct/asio.hpp"
 #include "ct/ct.hpp"
+#include "../support/machine_context.hpp"
 #include "eigen_peer.hpp"
 
 #if CT_BENCH_HAVE_DNNL

@@ -27,6 +27,7 @@
 
 #include "ct/asio.hpp"
 #include "ct/ct.hpp"
+#include "../support/machine_context.hpp"
 #include "../support/read_bound.hpp"
 #include "llama.hpp"
 

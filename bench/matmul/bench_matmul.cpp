@@ -19,6 +19,7 @@
 
 #include "ct/asio.hpp"
 #include "ct/ct.hpp"
+#include "../support/machine_context.hpp"
 #include "ct/ops/matmul.hpp"
 
 #if defined(__x86_64__)

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ct/ct.hpp"
+#include "../support/machine_context.hpp"
 #ifdef CT_BENCH_HAVE_OPENBLAS
 #include "ct/select/cblas.hpp"
 #endif
