@@ -70,7 +70,7 @@ bool caches_from_cpuid(cache_sizes& c) {
   unsigned leaf = 4;
   if (std::strcmp(vendor, "AuthenticAMD") == 0) {
     leaf = 0x8000001D;
-    if (__get_cpuid_max(0x80000000, nullptr) < leaf) return false;
+    if (static_cast<unsigned>(__get_cpuid_max(0x80000000, nullptr)) < leaf) return false;
   } else if (a < 4) {
     return false;
   }
@@ -104,7 +104,7 @@ void identify(machine_description& m) {
     m.family = base_family == 0xF ? base_family + static_cast<int>((a >> 20) & 0xFF) : base_family;
     m.model = base_family == 0x6 || base_family == 0xF ? base_model + (static_cast<int>((a >> 16) & 0xF) << 4) : base_model;
   }
-  if (__get_cpuid_max(0x80000000, nullptr) >= 0x80000004) {
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000, nullptr)) >= 0x80000004u) {
     unsigned regs[12];
     for (unsigned i = 0; i < 3; ++i) __get_cpuid(0x80000002 + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2], &regs[4 * i + 3]);
     char brand[49] = {};

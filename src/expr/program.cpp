@@ -17,6 +17,15 @@ std::string mask_text(std::uint32_t mask, int rank) {
 }
 }  // namespace
 
+program program::box(int axis, index_t start, index_t end) const {
+  program b = *this;
+  b.full_shape_[axis] = end - start;
+  for (leaf_info& leaf : b.leaves_)
+    leaf.data = static_cast<const unsigned char*>(leaf.data) +
+                start * leaf.strides[axis] * static_cast<index_t>(dtype_bytes(leaf.type));
+  return b;
+}
+
 int program::emit(const instruction& in) {
   // Under the fused FMA policy a product feeding a sum becomes one multiply-add (one
   // rounding, one kernel pass), as a compiler contracting a*b+c would; under the separate

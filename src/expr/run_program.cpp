@@ -5,6 +5,7 @@
 #include <memory>
 #include <new>
 #include <thread>
+#include <vector>
 
 #include "ct/core/strided.hpp"
 #include "ct/exec/parallel_for.hpp"
@@ -13,6 +14,7 @@
 #include "src/expr/plan/plan.hpp"
 #include "src/expr/run/scratch.hpp"
 #include "src/expr/run/strategy.hpp"
+#include "src/expr/tuning.hpp"
 
 namespace ct::detail {
 
@@ -25,6 +27,59 @@ bool ranges_overlap(const void* a, index_t amin, index_t amax, std::size_t asize
   auto lo_b = reinterpret_cast<std::uintptr_t>(b) + static_cast<std::uintptr_t>(bmin * static_cast<index_t>(bsize));
   auto hi_b = reinterpret_cast<std::uintptr_t>(b) + static_cast<std::uintptr_t>((bmax + 1) * static_cast<index_t>(bsize));
   return lo_a < hi_b && lo_b < hi_a;
+}
+
+// Copies the staged results to the caller's destination, position by position.
+void copy_out(const unsigned char* src, const destination& target, const destination& dest, const dims& out_shape) {
+  dims src_strides = target.strides, dst_strides = dest.strides;
+  const std::size_t esize = dtype_bytes(dest.type);
+  auto* dst = static_cast<unsigned char*>(dest.data);
+  for_each_row<2>(out_shape, {dst_strides, src_strides}, [&](auto off, index_t n, auto inner) {
+    for (index_t j = 0; j < n; ++j)
+      std::memcpy(dst + (off[0] + j * inner[0]) * static_cast<index_t>(esize), src + (off[1] + j * inner[1]) * static_cast<index_t>(esize), esize);
+  });
+}
+
+// The split evaluation of an elementwise program: boxes of about split_box_elements along
+// `axis` (at most max_split_boxes), a plan each, scratch blocks for the callbacks that may run
+// at once, then one group per box through the bound executor. Each element is computed as in
+// the one-box evaluation (the same kernels, and a tile's values never depend on where they sit).
+void run_split(const program& p, int root, const destination& target, const char* op, bool may_stream, int axis) {
+  using namespace evaluator;
+  const dims& F = p.full_shape();
+  const index_t extent = F[axis];
+  const index_t boxes = std::min<index_t>({extent, max_split_boxes, std::max<index_t>(2, element_count(F) / split_box_elements)});
+  std::vector<program> progs;
+  progs.reserve(static_cast<std::size_t>(boxes));  // plans refer to these: no reallocation
+  std::vector<std::unique_ptr<const plan>> plans;
+  plans.reserve(static_cast<std::size_t>(boxes));
+  const auto esize = static_cast<index_t>(dtype_bytes(target.type));
+  std::size_t bytes = 0;
+  for (index_t b = 0; b < boxes; ++b) {
+    const index_t start = extent * b / boxes, end = extent * (b + 1) / boxes;
+    progs.push_back(p.box(axis, start, end));
+    destination d = target;
+    d.data = static_cast<unsigned char*>(target.data) + start * target.strides[axis] * esize;
+    plans.push_back(std::make_unique<const plan>(build_plan(progs.back(), root, d, op, may_stream)));
+    bytes = std::max(bytes, scratch_bytes(*plans.back()));
+  }
+  static const unsigned max_blocks = std::min(64u, std::max(2u, std::thread::hardware_concurrency() + 1));
+  const int blocks = static_cast<int>(std::min<index_t>(boxes, max_blocks));
+  scratch_pool pool(bytes, blocks);
+  for (int k = 0; k < blocks; ++k)
+    for (const auto& pl : plans) prepare_workspace(*pl, pool.workspace(k));
+  schedule(op, boxes, [&](index_t start, index_t end) {
+    const int k = pool.acquire();
+    struct releaser {
+      scratch_pool& pool;
+      int k;
+      ~releaser() { pool.release(k); }
+    } release{pool, k};
+    for (index_t b = start; b < end; ++b) {
+      const plan& pl = *plans[static_cast<std::size_t>(b)];
+      run_groups(pl, 0, pl.geo.groups, pool.block(k), pool.workspace(k));
+    }
+  });
 }
 
 }  // namespace
@@ -65,6 +120,19 @@ void run_program(const program& p, int root, const destination& dest, const char
     staging.reset(new unsigned char[static_cast<std::size_t>(std::max<index_t>(count, 1)) * dtype_bytes(dest.type)]);
     target = destination{staging.get(), dest.type, rm, 0, count - 1};
   }
+  // Opt-in (settings::split_elementwise): a large expression without reducers runs as boxes of
+  // its outermost axis of extent >= 2, one group each, through the bound executor. Every plan
+  // and scratch block exists before any box runs, so a failure still changes nothing.
+  if (!p.has_reducers() && current_settings().split_elementwise && static_cast<bool>(current_executor()) &&
+      element_count(F) >= split_min_elements) {
+    int axis = 0;
+    while (axis < F.size() && F[axis] < 2) ++axis;
+    if (axis < F.size()) {
+      run_split(p, root, target, op, !staged, axis);
+      if (staged) copy_out(staging.get(), target, dest, out_shape);
+      return;
+    }
+  }
   // Staged results are read back right away: no streaming stores into the staging buffer.
   const plan pl = build_plan(p, root, target, op, !staged);
   const index_t groups = pl.geo.groups;
@@ -83,17 +151,7 @@ void run_program(const program& p, int root, const destination& dest, const char
     } release{pool, b};
     run_groups(pl, start, end, pool.block(b), pool.workspace(b));
   });
-  if (staged) {
-    // Copy the staged results to the caller's destination, position by position.
-    dims src_strides = target.strides, dst_strides = dest.strides;
-    const std::size_t esize = dtype_bytes(dest.type);
-    const auto* src = staging.get();
-    auto* dst = static_cast<unsigned char*>(dest.data);
-    for_each_row<2>(out_shape, {dst_strides, src_strides}, [&](auto off, index_t n, auto inner) {
-      for (index_t j = 0; j < n; ++j)
-        std::memcpy(dst + (off[0] + j * inner[0]) * static_cast<index_t>(esize), src + (off[1] + j * inner[1]) * static_cast<index_t>(esize), esize);
-    });
-  }
+  if (staged) copy_out(staging.get(), target, dest, out_shape);
 }
 
 }  // namespace ct::detail

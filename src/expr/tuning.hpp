@@ -39,5 +39,12 @@ constexpr index_t stream_min_tile = 4096;
 // instead of recomputed (exp(x - max) in softmax, x - mean in layer norm); values that do not
 // fit are recomputed.
 
+// Split elementwise evaluation (opt-in, settings::split_elementwise): expressions of at least
+// split_min_elements positions, in boxes of about split_box_elements, at most max_split_boxes
+// (one plan each, built before scheduling). Measured: docs/performance.md, "Split elementwise".
+constexpr index_t split_min_elements = index_t{1} << 20;
+constexpr index_t split_box_elements = index_t{1} << 18;
+constexpr index_t max_split_boxes = 64;
+
 }  // namespace evaluator
 }  // namespace ct::detail

@@ -27,6 +27,11 @@ struct settings {
   /// The blocking parameters (ct/core/tuning.hpp), bound by ct::tuning_scope; null means the
   /// process's (ct::process_tuning()). They change speed only, never results for one tuning.
   const ct::tuning* tuning = nullptr;
+  /// Opt-in: a large expression without reductions (a*b+c, exp(x)) is split into groups of
+  /// its outermost axis and run through the bound executor. Off by default: CONTRACT §4 leaves
+  /// elementwise expressions unpartitioned. Results are the same bits either way (every element
+  /// is computed alone); failures leave the destination unchanged either way.
+  bool split_elementwise = false;
   /// Both settings equal.
   friend bool operator==(const settings&, const settings&) = default;
 };
@@ -58,6 +63,22 @@ class settings_scope {
 /// The name Highway gives the SIMD target backend::simd dispatches to on this CPU (such as
 /// "AVX3_SPR", "AVX3", "AVX2"), for logs and benchmark records.
 const char* simd_target_name() noexcept;
+
+/// Binds split_elementwise for this thread (the other settings stay as they are): large
+/// elementwise expressions then run through the bound executor (docs/executor.md).
+class split_elementwise_scope {
+ public:
+  /// Turns splitting on (or off, with false) on this thread.
+  explicit split_elementwise_scope(bool on = true) noexcept : scope_(with(on)) {}
+
+ private:
+  static settings with(bool on) noexcept {
+    settings s = current_settings();
+    s.split_elementwise = on;
+    return s;
+  }
+  settings_scope scope_;
+};
 
 /// Binds only the backend (the FMA policy stays as it is).
 class backend_scope {

@@ -124,6 +124,10 @@ class program {
   /// that every reducer of the expression reduces the same axes of the full shape.
   int emit_reduce(reduce_op op, dtype type, int arg, const dims& arg_shape, const dims& axes, const char* name);
 
+  /// The same program over positions [start, end) of one axis of the full shape: every leaf's
+  /// data moved to position start (split elementwise evaluation, run_program).
+  program box(int axis, index_t start, index_t end) const;
+
  private:
   dims full_shape_;
   bool fused_multiply_add_;
