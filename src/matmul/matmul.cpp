@@ -40,18 +40,26 @@ T step(T a, T b, T c) noexcept {
 // accumulated in k order while B is read along its rows.
 template <bool kFused, class T>
 void gemm_rows_scalar(const gemm_args<T>& g, index_t r0, index_t r1) {
-  scratch<T> acc_buf(g.n);
+  // Floating point: chunks of gemm_k_chunk, each summed from 0 and added to the total
+  // (kernels.hpp); integers: one chunk (wrapping sums do not depend on the order).
+  const index_t chunk = is_float<T> ? gemm_k_chunk : std::max<index_t>(g.k, 1);
+  scratch<T> acc_buf(g.n), total_buf(g.n);
   T* acc = acc_buf.get();
+  T* total = total_buf.get();
   for (index_t i = r0; i < r1; ++i) {
-    std::fill(acc, acc + g.n, T(0));
+    std::fill(total, total + g.n, T(0));
     const T* arow = g.a + i * g.ars;
-    for (index_t p = 0; p < g.k; ++p) {
-      const T aik = arow[p * g.acs];
-      const T* brow = g.b + p * g.brs;
-      for (index_t j = 0; j < g.n; ++j) acc[j] = step<kFused>(aik, brow[j * g.bcs], acc[j]);
+    for (index_t q = 0; q < g.k; q += chunk) {
+      std::fill(acc, acc + g.n, T(0));
+      for (index_t p = q; p < std::min(g.k, q + chunk); ++p) {
+        const T aik = arow[p * g.acs];
+        const T* brow = g.b + p * g.brs;
+        for (index_t j = 0; j < g.n; ++j) acc[j] = step<kFused>(aik, brow[j * g.bcs], acc[j]);
+      }
+      for (index_t j = 0; j < g.n; ++j) total[j] = q == 0 ? acc[j] : total[j] + acc[j];
     }
     T* crow = g.c + i * g.crs;
-    for (index_t j = 0; j < g.n; ++j) crow[j * g.ccs] = acc[j];
+    for (index_t j = 0; j < g.n; ++j) crow[j * g.ccs] = total[j];
   }
 }
 
@@ -77,15 +85,21 @@ template <bool kFused, class T>
 void gevm_cols_scalar(index_t k, const T* x, index_t xs, const T* b, index_t brs, index_t bcs, T* y, index_t ys,
                       index_t j0, index_t j1) {
   const index_t w = j1 - j0;
-  scratch<T> acc_buf(w);
+  const index_t chunk = is_float<T> ? gemm_k_chunk : std::max<index_t>(k, 1);  // as gemm_rows_scalar
+  scratch<T> acc_buf(w), total_buf(w);
   T* acc = acc_buf.get();
-  std::fill(acc, acc + w, T(0));
-  for (index_t p = 0; p < k; ++p) {
-    const T xp = x[p * xs];
-    const T* brow = b + p * brs + j0 * bcs;
-    for (index_t j = 0; j < w; ++j) acc[j] = step<kFused>(xp, brow[j * bcs], acc[j]);
+  T* total = total_buf.get();
+  std::fill(total, total + w, T(0));
+  for (index_t q = 0; q < k; q += chunk) {
+    std::fill(acc, acc + w, T(0));
+    for (index_t p = q; p < std::min(k, q + chunk); ++p) {
+      const T xp = x[p * xs];
+      const T* brow = b + p * brs + j0 * bcs;
+      for (index_t j = 0; j < w; ++j) acc[j] = step<kFused>(xp, brow[j * bcs], acc[j]);
+    }
+    for (index_t j = 0; j < w; ++j) total[j] = q == 0 ? acc[j] : total[j] + acc[j];
   }
-  for (index_t j = 0; j < w; ++j) y[(j0 + j) * ys] = acc[j];
+  for (index_t j = 0; j < w; ++j) y[(j0 + j) * ys] = total[j];
 }
 
 bool use_simd(const settings& s) { return s.backend == backend::simd; }

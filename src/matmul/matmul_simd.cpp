@@ -5,10 +5,10 @@
 // gemm_pack_b — or read in place when it is small and row-contiguous), each callback copies
 // its own MC x KC blocks of A into a contiguous, conflict-free block (or reads a narrow
 // product's A in place), and a register-blocked MR x NR micro-kernel (broadcast one A value,
-// two B vectors, 2*MR accumulators) accumulates KC steps of k at a time. Partial sums go back to the destination between k blocks in the
-// element type, i.e. exactly the value the register held, so every element is the plain
-// sequential k sum whatever the blocking, the tile, the edge handling or the rows a
-// callback got. See src/matmul/kernels.hpp for the orders each kernel promises.
+// two B vectors, 2*MR accumulators) sums k in chunks of gemm_k_chunk, each from zero, adding
+// each chunk's sums to the destination in the element type. Chunk boundaries are fixed by k
+// alone, so every element is the same sum whatever the blocking, the tile, the edge handling
+// or the rows a callback got. See src/matmul/kernels.hpp for the orders each kernel promises.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/matmul/matmul_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -53,13 +53,16 @@ struct geom {
 };
 
 // The cache blocking for budgets b (ct/core/tuning.hpp): a KC x NR panel of B within
-// b_panel_bytes (the micro-kernel re-reads it for every A micro-panel, from L1), an MC x KC
-// block of A within a_block_bytes (re-read for every B panel, from L2), MC a multiple of MR.
+// b_panel_bytes (the micro-kernel re-reads it for every A micro-panel, from L1), KC a multiple
+// of gemm_k_chunk (at least one chunk, so chunk boundaries never depend on the blocking); an
+// MC x KC block of A within a_block_bytes (re-read for every B panel, from L2), MC a multiple
+// of MR.
 template <class T>
 struct blocking {
   index_t kc, mc;
   explicit blocking(const mm_budgets& b)
-      : kc(std::max<index_t>(1, b.b_panel_bytes / (geom<T>::NR * static_cast<index_t>(sizeof(T))))),
+      : kc(std::max<index_t>(1, b.b_panel_bytes / (geom<T>::NR * static_cast<index_t>(sizeof(T))) / gemm_k_chunk) *
+           gemm_k_chunk),
         mc(std::max<index_t>(1, b.a_block_bytes / (kc * static_cast<index_t>(sizeof(T))) / geom<T>::MR) * geom<T>::MR) {}
 };
 
@@ -90,9 +93,12 @@ template <class T>
 using micro_fn = void (*)(index_t kc, const T* a, index_t lda, const T* b, index_t brs, T* c, index_t ldc,
                           index_t nvalid, bool accumulate);
 
-// C[MR x NR] (= or +=) A_panel[MR x kc] * B_panel[kc x NR]. a: row i at a + i * lda (unit
-// stride along k); b: NR contiguous values per k, consecutive k brs apart; c: row stride
-// ldc, unit column stride, only the first nvalid columns exist.
+// C[MR x NR] (= or +=) A_panel[MR x kc] * B_panel[kc x NR], k in chunks of gemm_k_chunk
+// (kc is a multiple of it but for the last block of k): each chunk is summed from zero in the
+// registers and then stored (the first chunk of the product) or added to C (kernels.hpp's
+// order). a: row i at a + i * lda (unit stride along k); b: NR contiguous values per k,
+// consecutive k brs apart; c: row stride ldc, unit column stride, only the first nvalid
+// columns exist. accumulate: this block is not the product's first (C holds earlier chunks).
 template <class T, index_t MR, bool kFused>
 HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const T* HWY_RESTRICT b, index_t brs,
                         T* HWY_RESTRICT c, index_t ldc, index_t nvalid, bool accumulate) {
@@ -104,47 +110,43 @@ HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const 
   const bool full = nvalid == 2 * L;
   const auto m0 = hn::FirstN(d, static_cast<size_t>(std::min(nvalid, L)));
   const auto m1 = hn::FirstN(d, static_cast<size_t>(nvalid > L ? nvalid - L : 0));
-  if (accumulate) {
+  for (index_t q = 0; q < kc; q += gemm_k_chunk) {
+    const index_t steps = std::min(gemm_k_chunk, kc - q);
+#pragma GCC unroll 16
+    for (index_t i = 0; i < MR; ++i) c0[i] = c1[i] = hn::Zero(d);
+    for (index_t p = 0; p < steps; ++p) {
+      const V b0 = hn::LoadU(d, b);
+      const V b1 = hn::LoadU(d, b + L);
+#pragma GCC unroll 16
+      for (index_t i = 0; i < MR; ++i) {
+        const V ai = hn::Set(d, a[i * lda]);
+        c0[i] = madd<kFused>(ai, b0, c0[i]);
+        c1[i] = madd<kFused>(ai, b1, c1[i]);
+      }
+      ++a;
+      b += brs;
+    }
+    const bool add = accumulate || q > 0;
     if (full) {
 #pragma GCC unroll 16
       for (index_t i = 0; i < MR; ++i) {
-        c0[i] = hn::LoadU(d, c + i * ldc);
-        c1[i] = hn::LoadU(d, c + i * ldc + L);
+        if (add) {
+          c0[i] = hn::Add(hn::LoadU(d, c + i * ldc), c0[i]);
+          c1[i] = hn::Add(hn::LoadU(d, c + i * ldc + L), c1[i]);
+        }
+        hn::StoreU(c0[i], d, c + i * ldc);
+        hn::StoreU(c1[i], d, c + i * ldc + L);
       }
     } else {
 #pragma GCC unroll 16
       for (index_t i = 0; i < MR; ++i) {
-        c0[i] = hn::MaskedLoad(m0, d, c + i * ldc);
-        c1[i] = hn::MaskedLoad(m1, d, c + i * ldc + L);
+        if (add) {
+          c0[i] = hn::Add(hn::MaskedLoad(m0, d, c + i * ldc), c0[i]);
+          c1[i] = hn::Add(hn::MaskedLoad(m1, d, c + i * ldc + L), c1[i]);
+        }
+        hn::BlendedStore(c0[i], m0, d, c + i * ldc);
+        hn::BlendedStore(c1[i], m1, d, c + i * ldc + L);
       }
-    }
-  } else {
-#pragma GCC unroll 16
-    for (index_t i = 0; i < MR; ++i) c0[i] = c1[i] = hn::Zero(d);
-  }
-  for (index_t p = 0; p < kc; ++p) {
-    const V b0 = hn::LoadU(d, b);
-    const V b1 = hn::LoadU(d, b + L);
-#pragma GCC unroll 16
-    for (index_t i = 0; i < MR; ++i) {
-      const V ai = hn::Set(d, a[i * lda]);
-      c0[i] = madd<kFused>(ai, b0, c0[i]);
-      c1[i] = madd<kFused>(ai, b1, c1[i]);
-    }
-    ++a;
-    b += brs;
-  }
-  if (full) {
-#pragma GCC unroll 16
-    for (index_t i = 0; i < MR; ++i) {
-      hn::StoreU(c0[i], d, c + i * ldc);
-      hn::StoreU(c1[i], d, c + i * ldc + L);
-    }
-  } else {
-#pragma GCC unroll 16
-    for (index_t i = 0; i < MR; ++i) {
-      hn::BlendedStore(c0[i], m0, d, c + i * ldc);
-      hn::BlendedStore(c1[i], m1, d, c + i * ldc + L);
     }
   }
 }
@@ -469,14 +471,25 @@ void gevm_cols_t(index_t k, const T* x, index_t xs, const T* b, index_t brs, ind
                  index_t j0, index_t j1) {
   constexpr index_t Q = 4;
   const index_t w = j1 - j0;
-  scratch<T> acc(w);
+  scratch<T> acc(w), total(w);
   std::fill(acc.get(), acc.get() + w, T(0));
+  std::fill(total.get(), total.get() + w, T(0));
   // Row-contiguous B streams in place; otherwise blocks of PB rows are copied into a
   // row-major tile first (reading B along its contiguous columns).
   constexpr index_t PB = 64;
+  static_assert(gemm_k_chunk % PB == 0, "a k chunk is whole blocks of PB rows");
+  // The k chunks of kernels.hpp's order: acc holds the current chunk, total the sum of those
+  // before it (the first chunk is assigned, not added to zero).
+  const auto fold = [&](bool first) {
+    for (index_t j = 0; j < w; ++j) {
+      total.get()[j] = first ? acc.get()[j] : total.get()[j] + acc.get()[j];
+      acc.get()[j] = T(0);
+    }
+  };
   std::unique_ptr<scratch<T>> tile;
   if (bcs != 1) tile = std::make_unique<scratch<T>>(PB * w);
   for (index_t p0 = 0; p0 < k; p0 += PB) {
+    if (p0 > 0 && p0 % gemm_k_chunk == 0) fold(p0 == gemm_k_chunk);
     const index_t pb = std::min(PB, k - p0);
     const T* base = b + p0 * brs + j0 * bcs;
     index_t stride = brs;
@@ -502,7 +515,8 @@ void gevm_cols_t(index_t k, const T* x, index_t xs, const T* b, index_t brs, ind
       axpy_rows<T, kFused, 1>(w, xq, rows, acc.get());
     }
   }
-  for (index_t j = 0; j < w; ++j) y[(j0 + j) * ys] = acc.get()[j];
+  if (k > 0) fold(k <= gemm_k_chunk);
+  for (index_t j = 0; j < w; ++j) y[(j0 + j) * ys] = total.get()[j];
 }
 
 // ---------------------------------------------------------------- exported entry points

@@ -139,9 +139,10 @@ TEST_CASE("gemm_blocking_for keeps the blocks within their budgets", "[tuning][m
       REQUIRE(g.nr > 0);
       CHECK(g.kc >= 1);
       CHECK(g.mc % g.mr == 0);
-      // The largest KC whose B panel fits, and the largest MC (in whole micro-panels) whose A
-      // block fits — or the smallest block when even that does not.
-      CHECK(g.kc == std::max<std::size_t>(1, t.gemm_b_panel_bytes / (g.nr * size)));
+      // The largest KC in whole k chunks (128) whose B panel fits, or one chunk; the largest
+      // MC in whole micro-panels whose A block fits, or one micro-panel.
+      CHECK(g.kc % 128 == 0);
+      CHECK(g.kc == std::max<std::size_t>(1, t.gemm_b_panel_bytes / (g.nr * size) / 128) * 128);
       if (g.mc > g.mr) CHECK(g.mc * g.kc * size <= t.gemm_a_block_bytes);
       CHECK((g.mc + g.mr) * g.kc * size > t.gemm_a_block_bytes);
     }
@@ -177,13 +178,14 @@ TEMPLATE_TEST_CASE("tiny and huge caches: products correct, and bitwise the mach
 }
 
 TEST_CASE("a large product under a tiny tuning: many k and row blocks, bitwise the machine's", "[tuning][matmul]") {
-  // 300 x 700 x 260: KC 8 (tiny) gives 88 k blocks, MC a few rows; B is packed (not direct).
+  // 300 x 700 x 260: KC 128 (tiny: one k chunk) gives 6 k blocks, MC one micro-panel; B is
+  // packed (not direct).
   const auto a = ct::random_uniform<float>({300, 700}, 5, -1.0f, 1.0f);
   const auto b = ct::random_uniform<float>({700, 260}, 6, -1.0f, 1.0f);
   const auto expected = ct::matmul(a, b);
   ct::tuning_scope tuned(tiny());
   const ct::gemm_blocking g = ct::gemm_blocking_for(tiny());
-  CHECK(g.kc < 64);
+  CHECK(g.kc == 128);
   ct_test::executor_zoo zoo;
   for (auto& [name, exec] : zoo.all()) {
     INFO(name);

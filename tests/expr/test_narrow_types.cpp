@@ -427,11 +427,11 @@ TEMPLATE_TEST_CASE("16-bit floats: matmul accumulates in float32 and rounds each
 }
 
 // Products of two bfloat16 or float16 values are exact in float32 (8 + 8 and 11 + 11
-// significand bits), so a naive loop adding them in float, in k order, and rounding the sum
-// once is the exact expected value under either FMA policy: the blocked product must give it
+// significand bits), so a naive loop adding them in float, in the product's k order, and
+// rounding the sum once is the exact expected value under either FMA policy: the blocked product must give it
 // bit for bit — across row blocks, callbacks, a strided A, a strided destination and batches
 // with a broadcast B.
-TEMPLATE_TEST_CASE("16-bit floats: a matrix product is bitwise the float32 k-order sum rounded once", "[narrow][matmul]", bfloat16, float16) {
+TEMPLATE_TEST_CASE("16-bit floats: a matrix product is bitwise the float32 sum in k order rounded once", "[narrow][matmul]", bfloat16, float16) {
   using T = TestType;
   const index_t batches = 2, m = 530, k = 300, n = 70;
   const auto a = ct::eval(ct::cast<T>(ct::random_uniform<float>({batches, m, k}, 51, -1.0f, 1.0f)));
@@ -439,10 +439,16 @@ TEMPLATE_TEST_CASE("16-bit floats: a matrix product is bitwise the float32 k-ord
   const auto b = ct::eval(ct::cast<T>(ct::random_uniform<float>({k, n}, 53, -1.0f, 1.0f)));
   const auto av = ct_test::values(a), atv = ct_test::values(at), bv = ct_test::values(b);
   // expected(i, j) for A element (i, p) at a_at(i, p)
+  // ... in k chunks of 128 (docs/matmul.md): each chunk summed from 0, the chunks' sums added.
   const auto expected = [&](auto a_at, index_t i, index_t j) {
-    float acc = 0.0f;
-    for (index_t p = 0; p < k; ++p) acc += static_cast<float>(a_at(i, p)) * static_cast<float>(bv[static_cast<std::size_t>(p * n + j)]);
-    return bits(T(acc));
+    float total = 0.0f;
+    for (index_t q = 0; q < k; q += 128) {
+      float acc = 0.0f;
+      for (index_t p = q; p < std::min<index_t>(k, q + 128); ++p)
+        acc += static_cast<float>(a_at(i, p)) * static_cast<float>(bv[static_cast<std::size_t>(p * n + j)]);
+      total = q == 0 ? acc : total + acc;
+    }
+    return bits(T(total));
   };
   const auto check_all = [&](const ct::tensor<T>& c, auto a_at) {
     int wrong = 0;

@@ -247,3 +247,34 @@ TEST_CASE("matmul: mixed element types: no allocating overload; into a destinati
   // Shapes are still checked first.
   CHECK_THROWS_AS(ct::matmul(a, a, out), ct::shape_error);
 }
+
+TEST_CASE("matmul accuracy: k chunks keep a long product's error well below one float chain's",
+          "[matmul][accuracy]") {
+  // k = 8192: one sequential float chain of FMAs (ct's order before k chunks) has about 8x the
+  // error of 128-value chunks added in order (a chain of 128 + 64). Measured on these inputs:
+  // see the INFO below; docs/performance.md has sgemm 4096^3 against OpenBLAS.
+  const index_t m = 6, n = 40, k = 8192;
+  const auto a = ct::random_uniform<float>({m, k}, 91, -1.0f, 1.0f);
+  const auto b = ct::random_uniform<float>({k, n}, 92, -1.0f, 1.0f);
+  for (const ct::settings& s : mm_test::all_settings) {
+    ct::settings_scope scope(s);
+    INFO(mm_test::describe(s));
+    const auto c = ct::matmul(a, b);
+    double max_ref = 0, err_ct = 0, err_chain = 0;
+    for (index_t i = 0; i < m; ++i)
+      for (index_t j = 0; j < n; ++j) {
+        double ref = 0;
+        float chain = 0;
+        for (index_t p = 0; p < k; ++p) {
+          ref += static_cast<double>(a(i, p)) * static_cast<double>(b(p, j));
+          chain = std::fma(a(i, p), b(p, j), chain);
+        }
+        max_ref = std::max(max_ref, std::fabs(ref));
+        err_ct = std::max(err_ct, std::fabs(static_cast<double>(c(i, j)) - ref));
+        err_chain = std::max(err_chain, std::fabs(static_cast<double>(chain) - ref));
+      }
+    INFO("max|err| / max|ref|: ct " << err_ct / max_ref << ", one chain " << err_chain / max_ref);
+    CHECK(err_ct <= 0.5 * err_chain);
+    CHECK(err_ct / max_ref < 1e-6);
+  }
+}
