@@ -7,6 +7,8 @@
 //              thread plus the calling thread)
 //   ct_2t_linger  the same with asio_options::linger = 100 µs: the helper polls for the
 //              next call instead of going back to sleep in the pool
+//   ct_2t_split   (muladd) ct_2t inside a ct::split_elementwise_scope: the opt-in split of
+//              elementwise expressions over the bound executor
 //   naive_1t   a straightforward C++ loop, compiled with the project's flags
 //   eigen_*    Eigen Tensor, compiled with the project's flags (x86-64 baseline: SSE2)
 //   eigen_native_*  the same Eigen source compiled with -march=native
@@ -78,6 +80,7 @@ struct variant {
   bool ct_executor = false;  // bind ct::asio_executor(pool, threads) around the calls
   std::function<runner()> prepare;  // untimed set-up (pools, primitives); returns the timed call
   std::chrono::microseconds linger{0};  // asio_options::linger of that executor
+  bool split = false;  // also ct::split_elementwise_scope (elementwise workloads: "ct_2t_split")
 };
 
 struct check_result {
@@ -107,8 +110,10 @@ class thread_setup {
       options.linger = v.linger;
       scope_.emplace(ct::asio_executor(*pool_, v.threads, options));
     }
+    if (v.split) split_.emplace();
   }
   ~thread_setup() {
+    split_.reset();
     scope_.reset();
     if (pool_) pool_->join();
   }
@@ -118,6 +123,7 @@ class thread_setup {
  private:
   std::optional<boost::asio::thread_pool> pool_;
   std::optional<ct::executor_scope> scope_;
+  std::optional<ct::split_elementwise_scope> split_;
 };
 
 void set_omp_threads([[maybe_unused]] int threads) {
@@ -616,6 +622,10 @@ workload make_muladd(index_t n, std::uint64_t seed) {
     return compare(d->y.data(), d->ref, 2e-7, 2e-7);
   };
   for (int t : {1, 2}) w.variants.push_back(ct_variant(t, [d] { ct::eval(d->a * d->b + d->c, d->y); }));
+  // Opted in to split elementwise evaluation (settings::split_elementwise): 64 boxes over the pool.
+  w.variants.push_back(ct_variant(2, [d] { ct::eval(d->a * d->b + d->c, d->y); }));
+  w.variants.back().impl = "ct_2t_split";
+  w.variants.back().split = true;
   w.variants.push_back(naive_variant([d] { naive_muladd(d->a.data(), d->b.data(), d->c.data(), d->y.data(), d->n); }));
   add_eigen(w, [d](const eigen_api& api, void* ctx) { api.muladd(ctx, d->a.data(), d->b.data(), d->c.data(), d->y.data(), d->n); });
 #if CT_BENCH_HAVE_DNNL
