@@ -141,10 +141,9 @@ const tuning& process_tuning() {
   return t;
 }
 
-const tuning& current_tuning() {
-  const tuning* bound = current_settings().tuning;
-  return bound != nullptr ? *bound : process_tuning();
-}
+const tuning& tuning_of(const settings& s) { return s.tuning != nullptr ? *s.tuning : process_tuning(); }
+
+const tuning& current_tuning() { return tuning_of(current_settings()); }
 
 tuning_scope::tuning_scope(const tuning& t) : own_(t), previous_(current_settings().tuning) {
   settings s = current_settings();

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -40,10 +41,36 @@ void copy_out(const unsigned char* src, const destination& target, const destina
   });
 }
 
+// Runs `count` groups through the bound executor, run(start, end, block, workspace) doing groups
+// [start, end) in a scratch block of `bytes` with its runner workspace. Every block a callback
+// may take is allocated, and its workspace prepared for each of `plans`, before scheduling
+// (scratch.hpp: a callback allocates nothing).
+template <class Run>
+void schedule_with_scratch(const char* op, index_t count, std::size_t bytes,
+                           std::span<const evaluator::plan* const> plans, Run run) {
+  using namespace evaluator;
+  const bool parallel = count > 1 && static_cast<bool>(current_executor());
+  // hardware_concurrency() reads /sys on every call (about 5 us here): ask once.
+  static const unsigned max_blocks = std::min(64u, std::max(2u, std::thread::hardware_concurrency() + 1));
+  const int blocks = parallel ? static_cast<int>(std::min<index_t>(count, max_blocks)) : 1;
+  scratch_pool pool(bytes, blocks);
+  for (int b = 0; b < blocks; ++b)
+    for (const plan* pl : plans) prepare_workspace(*pl, pool.workspace(b));
+  schedule(op, count, [&](index_t start, index_t end) {
+    const int b = pool.acquire();
+    struct releaser {
+      scratch_pool& pool;
+      int b;
+      ~releaser() { pool.release(b); }
+    } release{pool, b};
+    run(start, end, pool.block(b), pool.workspace(b));
+  });
+}
+
 // The split evaluation of an elementwise program: boxes of about split_box_elements along
-// `axis` (at most max_split_boxes), a plan each, scratch blocks for the callbacks that may run
-// at once, then one group per box through the bound executor. Each element is computed as in
-// the one-box evaluation (the same kernels, and a tile's values never depend on where they sit).
+// `axis` (at most max_split_boxes), a plan each, then one group per box through the bound
+// executor. Each element is computed as in the one-box evaluation (the same kernels, and a
+// tile's values never depend on where they sit).
 void run_split(const program& p, int root, const destination& target, const char* op, bool may_stream, int axis) {
   using namespace evaluator;
   const dims& F = p.full_shape();
@@ -52,7 +79,7 @@ void run_split(const program& p, int root, const destination& target, const char
   std::vector<program> progs;
   progs.reserve(static_cast<std::size_t>(boxes));  // plans refer to these: no reallocation
   std::vector<std::unique_ptr<const plan>> plans;
-  plans.reserve(static_cast<std::size_t>(boxes));
+  std::vector<const plan*> plan_list;
   const auto esize = static_cast<index_t>(dtype_bytes(target.type));
   std::size_t bytes = 0;
   for (index_t b = 0; b < boxes; ++b) {
@@ -61,25 +88,16 @@ void run_split(const program& p, int root, const destination& target, const char
     destination d = target;
     d.data = static_cast<unsigned char*>(target.data) + start * target.strides[axis] * esize;
     plans.push_back(std::make_unique<const plan>(build_plan(progs.back(), root, d, op, may_stream)));
+    plan_list.push_back(plans.back().get());
     bytes = std::max(bytes, scratch_bytes(*plans.back()));
   }
-  static const unsigned max_blocks = std::min(64u, std::max(2u, std::thread::hardware_concurrency() + 1));
-  const int blocks = static_cast<int>(std::min<index_t>(boxes, max_blocks));
-  scratch_pool pool(bytes, blocks);
-  for (int k = 0; k < blocks; ++k)
-    for (const auto& pl : plans) prepare_workspace(*pl, pool.workspace(k));
-  schedule(op, boxes, [&](index_t start, index_t end) {
-    const int k = pool.acquire();
-    struct releaser {
-      scratch_pool& pool;
-      int k;
-      ~releaser() { pool.release(k); }
-    } release{pool, k};
-    for (index_t b = start; b < end; ++b) {
-      const plan& pl = *plans[static_cast<std::size_t>(b)];
-      run_groups(pl, 0, pl.geo.groups, pool.block(k), pool.workspace(k));
-    }
-  });
+  schedule_with_scratch(op, boxes, bytes, plan_list,
+                        [&](index_t start, index_t end, unsigned char* block, runner_workspace& ws) {
+                          for (index_t b = start; b < end; ++b) {
+                            const plan& pl = *plan_list[static_cast<std::size_t>(b)];
+                            run_groups(pl, 0, pl.geo.groups, block, ws);
+                          }
+                        });
 }
 
 }  // namespace
@@ -135,22 +153,11 @@ void run_program(const program& p, int root, const destination& dest, const char
   }
   // Staged results are read back right away: no streaming stores into the staging buffer.
   const plan pl = build_plan(p, root, target, op, !staged);
-  const index_t groups = pl.geo.groups;
-  const bool parallel = groups > 1 && static_cast<bool>(current_executor());
-  // hardware_concurrency() reads /sys on every call (about 5 us here): ask once.
-  static const unsigned max_blocks = std::min(64u, std::max(2u, std::thread::hardware_concurrency() + 1));
-  const int blocks = parallel ? static_cast<int>(std::min<index_t>(groups, max_blocks)) : 1;
-  scratch_pool pool(scratch_bytes(pl), blocks);
-  for (int b = 0; b < blocks; ++b) prepare_workspace(pl, pool.workspace(b));
-  schedule(op, groups, [&](index_t start, index_t end) {
-    const int b = pool.acquire();
-    struct releaser {
-      scratch_pool& pool;
-      int b;
-      ~releaser() { pool.release(b); }
-    } release{pool, b};
-    run_groups(pl, start, end, pool.block(b), pool.workspace(b));
-  });
+  const plan* const only = &pl;
+  schedule_with_scratch(op, pl.geo.groups, scratch_bytes(pl), std::span(&only, 1),
+                        [&](index_t start, index_t end, unsigned char* block, runner_workspace& ws) {
+                          run_groups(pl, start, end, block, ws);
+                        });
   if (staged) copy_out(staging.get(), target, dest, out_shape);
 }
 

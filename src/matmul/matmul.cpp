@@ -36,31 +36,35 @@ T step(T a, T b, T c) noexcept {
   else return int_muladd(a, b, c);
 }
 
-// C rows [r0, r1): for each row a row of accumulators, k outermost so that every element is
-// accumulated in k order while B is read along its rows.
+// out[j] = sum_k x[k * xs] * b[k * brs + j * bcs] for j in [0, w) in kernels.hpp's order:
+// floating point in chunks of gemm_k_chunk, each summed from 0 in acc and added to out (the
+// first one assigned); integers in one chunk (wrapping sums do not depend on the order).
+// acc: w elements of scratch; out receives each chunk's total in the element type, as the SIMD
+// kernels' destination does. k outermost, so B is read along its rows. One row of a matrix
+// product and a vector-matrix product alike.
+template <bool kFused, class T>
+void chunked_row(index_t k, const T* x, index_t xs, const T* b, index_t brs, index_t bcs, index_t w, T* acc, T* out,
+                 index_t out_stride) {
+  const index_t chunk = is_float<T> ? gemm_k_chunk : std::max<index_t>(k, 1);
+  if (k == 0)
+    for (index_t j = 0; j < w; ++j) out[j * out_stride] = T(0);
+  for (index_t q = 0; q < k; q += chunk) {
+    std::fill(acc, acc + w, T(0));
+    for (index_t p = q; p < std::min(k, q + chunk); ++p) {
+      const T xp = x[p * xs];
+      const T* brow = b + p * brs;
+      for (index_t j = 0; j < w; ++j) acc[j] = step<kFused>(xp, brow[j * bcs], acc[j]);
+    }
+    for (index_t j = 0; j < w; ++j) out[j * out_stride] = q == 0 ? acc[j] : out[j * out_stride] + acc[j];
+  }
+}
+
+// C rows [r0, r1), each a chunked_row over B.
 template <bool kFused, class T>
 void gemm_rows_scalar(const gemm_args<T>& g, index_t r0, index_t r1) {
-  // Floating point: chunks of gemm_k_chunk, each summed from 0 and added to the total
-  // (kernels.hpp); integers: one chunk (wrapping sums do not depend on the order).
-  const index_t chunk = is_float<T> ? gemm_k_chunk : std::max<index_t>(g.k, 1);
-  scratch<T> acc_buf(g.n), total_buf(g.n);
-  T* acc = acc_buf.get();
-  T* total = total_buf.get();
-  for (index_t i = r0; i < r1; ++i) {
-    std::fill(total, total + g.n, T(0));
-    const T* arow = g.a + i * g.ars;
-    for (index_t q = 0; q < g.k; q += chunk) {
-      std::fill(acc, acc + g.n, T(0));
-      for (index_t p = q; p < std::min(g.k, q + chunk); ++p) {
-        const T aik = arow[p * g.acs];
-        const T* brow = g.b + p * g.brs;
-        for (index_t j = 0; j < g.n; ++j) acc[j] = step<kFused>(aik, brow[j * g.bcs], acc[j]);
-      }
-      for (index_t j = 0; j < g.n; ++j) total[j] = q == 0 ? acc[j] : total[j] + acc[j];
-    }
-    T* crow = g.c + i * g.crs;
-    for (index_t j = 0; j < g.n; ++j) crow[j * g.ccs] = total[j];
-  }
+  scratch<T> acc(g.n);
+  for (index_t i = r0; i < r1; ++i)
+    chunked_row<kFused>(g.k, g.a + i * g.ars, g.acs, g.b, g.brs, g.bcs, g.n, acc.get(), g.c + i * g.crs, g.ccs);
 }
 
 // One dot product in the virtual-lane order (floating point) or plainly (integers, where
@@ -85,21 +89,8 @@ template <bool kFused, class T>
 void gevm_cols_scalar(index_t k, const T* x, index_t xs, const T* b, index_t brs, index_t bcs, T* y, index_t ys,
                       index_t j0, index_t j1) {
   const index_t w = j1 - j0;
-  const index_t chunk = is_float<T> ? gemm_k_chunk : std::max<index_t>(k, 1);  // as gemm_rows_scalar
-  scratch<T> acc_buf(w), total_buf(w);
-  T* acc = acc_buf.get();
-  T* total = total_buf.get();
-  std::fill(total, total + w, T(0));
-  for (index_t q = 0; q < k; q += chunk) {
-    std::fill(acc, acc + w, T(0));
-    for (index_t p = q; p < std::min(k, q + chunk); ++p) {
-      const T xp = x[p * xs];
-      const T* brow = b + p * brs + j0 * bcs;
-      for (index_t j = 0; j < w; ++j) acc[j] = step<kFused>(xp, brow[j * bcs], acc[j]);
-    }
-    for (index_t j = 0; j < w; ++j) total[j] = q == 0 ? acc[j] : total[j] + acc[j];
-  }
-  for (index_t j = 0; j < w; ++j) y[(j0 + j) * ys] = total[j];
+  scratch<T> acc(w);
+  chunked_row<kFused>(k, x, xs, b + j0 * bcs, brs, bcs, w, acc.get(), y + j0 * ys, ys);
 }
 
 bool use_simd(const settings& s) { return s.backend == backend::simd; }
@@ -107,7 +98,7 @@ bool use_simd(const settings& s) { return s.backend == backend::simd; }
 }  // namespace
 
 mm_budgets budgets_of(const settings& s) {
-  const tuning& t = s.tuning != nullptr ? *s.tuning : process_tuning();
+  const tuning& t = tuning_of(s);
   const auto bytes = [](std::size_t v) { return static_cast<index_t>(v); };
   return {bytes(t.gemm_b_panel_bytes), bytes(t.gemm_a_block_bytes), bytes(t.gemm_direct_b_bytes),
           bytes(t.gemv_prefetch_bytes)};

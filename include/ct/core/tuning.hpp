@@ -62,8 +62,13 @@ const tuning& process_tuning();
 /// Parses a CT_TUNING value over base (exposed for tests and tools); throws ct::tuning_error.
 tuning parse_tuning(const std::string& spec, const tuning& base);
 
-/// The tuning in force on this thread: the innermost tuning_scope's, else process_tuning().
-/// Operations capture it at the call site with the other settings (ct/exec/settings.hpp).
+struct settings;  // ct/exec/settings.hpp
+
+/// The tuning a set of settings carries: its tuning_scope's, else process_tuning().
+const tuning& tuning_of(const settings& s);
+
+/// The tuning in force on this thread: tuning_of(current_settings()). Operations capture it at
+/// the call site with the other settings (ct/exec/settings.hpp).
 const tuning& current_tuning();
 
 /// Binds a tuning for the current thread until destroyed (the previous one returns). The
