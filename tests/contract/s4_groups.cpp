@@ -69,20 +69,6 @@ void check_determinism() {
   pool.join();
 }
 
-// Recording executor that also keeps the group count it was asked for.
-struct count_recorder {
-  std::mutex m;
-  std::vector<index_t> counts;
-  ct::executor get() {
-    return [this](index_t n, ct::range_callback cb) {
-      {
-        std::lock_guard<std::mutex> lock(m);
-        counts.push_back(n);
-      }
-      cb(0, n);
-    };
-  }
-};
 
 }  // namespace
 
@@ -90,7 +76,7 @@ struct count_recorder {
 
 TEST_CASE("contract §4: matmul scheduling: groups are output rows / output elements in batch-then-row order",
           "[matmul][scheduling]") {
-  count_recorder rec;
+  ct_test::count_recorder rec;
   ct::executor_scope bind(rec.get());
   ct::matmul(ct::ones<float>({2, 3, 5, 4}), ct::ones<float>({4, 6}));  // 2*3 batches x 5 rows
   ct::matmul(ct::ones<float>({3, 5, 4}), ct::ones<float>({4}));        // matrix x vector: 3*5 elements

@@ -4,32 +4,17 @@
 // outermost axis of extent >= 2, failures changing nothing.
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <mutex>
 #include <stdexcept>
 #include <vector>
 
 #include "ct/ct.hpp"
 #include "support/executor_zoo.hpp"
+#include "support/executors.hpp"
 #include "support/reference.hpp"
 
 namespace {
 
 using ct::index_t;
-
-// Serial; remembers the group counts it was asked for.
-struct counting {
-  std::mutex m;
-  std::vector<index_t> counts;
-  ct::executor get() {
-    return [this](index_t count, ct::range_callback cb) {
-      {
-        std::lock_guard<std::mutex> lock(m);
-        counts.push_back(count);
-      }
-      for (index_t g = 0; g < count; ++g) cb(g, g + 1);
-    };
-  }
-};
 
 constexpr index_t big = (index_t{1} << 20) + 37;  // just past the threshold (src/expr/tuning.hpp)
 
@@ -38,7 +23,7 @@ constexpr index_t big = (index_t{1} << 20) + 37;  // just past the threshold (sr
 TEST_CASE("split elementwise: off by default, and below the threshold", "[split][scheduling]") {
   const auto a = ct::random_uniform<float>({big}, 1, -1.0f, 1.0f);
   const auto b = ct::random_uniform<float>({big}, 2, -1.0f, 1.0f);
-  counting c;
+  ct_test::count_recorder c;
   {
     ct::executor_scope e(c.get());
     auto y = ct::eval(a * b + 1.0f);  // not opted in: no executor call
@@ -77,7 +62,7 @@ TEST_CASE("split elementwise: boxes of the outermost axis, bitwise one box under
     INFO(ec.name);
     const ct::tensor<float> one_box = ec.make();
     ct::split_elementwise_scope on;
-    counting c;
+    ct_test::count_recorder c;
     {
       ct::executor_scope e(c.get());
       CHECK(ct_test::bitwise_equal(ec.make(), one_box));
@@ -120,7 +105,7 @@ TEST_CASE("split elementwise: into a strided or 16-bit destination, and a large 
     ct::split_elementwise_scope off(false);
     return ct::tensor<float>(ct::eval(big_x * 2.0f + 1.0f));
   }();
-  counting c;
+  ct_test::count_recorder c;
   ct::executor_scope e(c.get());
   CHECK(ct_test::bitwise_equal(ct::tensor<float>(ct::eval(big_x * 2.0f + 1.0f)), whole));
   REQUIRE(c.counts.size() == 1);

@@ -68,29 +68,33 @@ TEST_CASE("concurrency soak: eight threads with their own bindings, results bitw
   std::atomic<int> mismatches{0};
   std::vector<std::string> failures(8);  // one per thread, written by that thread only
 
-  // Each thread: bind (body), then evaluate operations round-robin until the deadline (at least
-  // one round), comparing bits. Catch2's assertions are not thread-safe: results go to the
-  // counters and failures, checked after join.
-  const auto worker = [&](int id, std::function<void(const std::function<void()>&)> bound) {
+  // Evaluates the operations round-robin from `first` until the deadline (at least one round),
+  // comparing bits. Catch2's assertions are not thread-safe: results go to the counters and to
+  // `failure` (the thread's own slot), checked after join.
+  const auto round_robin = [&](std::size_t first, std::string& failure) {
+    long done = 0;
+    for (std::size_t i = first; done < static_cast<long>(ops.size()) || std::chrono::steady_clock::now() < deadline;) {
+      const operation& op = ops[i++ % ops.size()];
+      if (!ct_test::bitwise_equal(op.run(), op.serial)) {
+        ++mismatches;
+        if (failure.empty()) failure = op.name;
+      }
+      ++done;
+      ++evaluations;
+    }
+  };
+  // Each thread: `bound` sets up its bindings and calls the body; an exception is a failure.
+  const auto guarded = [&](std::string& failure, const std::function<void()>& body) {
     try {
-      bound([&] {
-        std::size_t i = static_cast<std::size_t>(id);
-        long done = 0;
-        while (done < static_cast<long>(ops.size()) || std::chrono::steady_clock::now() < deadline) {
-          const operation& op = ops[i++ % ops.size()];
-          const ct::tensor<float> got = op.run();
-          if (!ct_test::bitwise_equal(got, op.serial)) {
-            ++mismatches;
-            if (failures[static_cast<std::size_t>(id)].empty()) failures[static_cast<std::size_t>(id)] = op.name;
-          }
-          ++done;
-          ++evaluations;
-        }
-      });
+      body();
     } catch (const std::exception& e) {
-      failures[static_cast<std::size_t>(id)] = std::string("exception: ") + e.what();
+      failure = std::string("exception: ") + e.what();
       ++mismatches;
     }
+  };
+  const auto worker = [&](int id, std::function<void(const std::function<void()>&)> bound) {
+    std::string& failure = failures[static_cast<std::size_t>(id)];
+    guarded(failure, [&] { bound([&] { round_robin(static_cast<std::size_t>(id), failure); }); });
   };
   const auto with = [](ct::executor e) {
     return [e](const std::function<void()>& body) {
@@ -125,28 +129,22 @@ TEST_CASE("concurrency soak: eight threads with their own bindings, results bitw
   });
   // 7: ct::parallel_for over the shared pool; each callback (on a pool thread, where ct binds no
   // executor) binds a second pool and evaluates operations through it.
+  // (The two callbacks may run at once: each reports into its own slot, merged after join.)
+  std::string callback_failures[2];
   threads.emplace_back([&] {
-    try {
+    guarded(failures[7], [&] {
       ct::executor_scope scope(ct::asio_executor(shared, 2));
       ct::parallel_for(2, [&](index_t start, index_t end) {
         for (index_t g = start; g < end; ++g) {
           ct::executor_scope nested(ct::asio_executor(inner, 2));
-          std::size_t i = static_cast<std::size_t>(g);
-          long done = 0;
-          while (done < static_cast<long>(ops.size()) || std::chrono::steady_clock::now() < deadline) {
-            const operation& op = ops[i++ % ops.size()];
-            if (!ct_test::bitwise_equal(op.run(), op.serial)) ++mismatches;
-            ++done;
-            ++evaluations;
-          }
+          round_robin(static_cast<std::size_t>(g), callback_failures[g]);
         }
       });
-    } catch (const std::exception& e) {
-      failures[7] = std::string("exception: ") + e.what();
-      ++mismatches;
-    }
+    });
   });
   for (std::thread& t : threads) t.join();
+  for (const std::string& f : callback_failures)
+    if (failures[7].empty()) failures[7] = f;
   shared.join();
   own.join();
   inner.join();

@@ -44,6 +44,21 @@ inline ct::executor reverse_singles_executor() {
 /// ct::pool_executor over the shared three-worker test pool.
 inline ct::executor three_worker_executor() { return ct::pool_executor(shared_pool(), run_three_worker_pool); }
 
+/// Keeps the group count of every call (thread-safe) and runs [0, count) as one range.
+struct count_recorder {
+  std::mutex m;
+  std::vector<ct::index_t> counts;
+  ct::executor get() {
+    return [this](ct::index_t n, ct::range_callback cb) {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        counts.push_back(n);
+      }
+      cb(0, n);
+    };
+  }
+};
+
 /// Records every range it was given (thread-safe), running them serially in order.
 struct recording_executor {
   std::mutex mutex;
