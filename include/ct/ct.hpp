@@ -3,6 +3,7 @@
 /// ct/openmp.hpp), which each need a library of their own.
 #pragma once
 #include "ct/core/compare.hpp"
+#include "ct/core/const_tensor.hpp"
 #include "ct/core/dims.hpp"
 #include "ct/core/dtype.hpp"
 #include "ct/core/error.hpp"

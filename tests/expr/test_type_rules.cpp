@@ -76,3 +76,13 @@ TEST_CASE("types: mixing element types, or floating point with integers, is a co
   expect_refused("  auto e = -b; (void)e;", "neg_bool", "unary minus is not defined for bool");
   expect_refused("  auto e = ct::where(f, f, f); (void)e;", "where_float", "ct::where needs a bool condition");
 }
+
+TEST_CASE("types: nothing writes through a const_tensor (ct::wrap of a const pointer)", "[expr][types][const_tensor]") {
+  const std::string c = "  static const float table[4] = {1, 2, 3, 4};\n  auto c = ct::wrap(table, {4});\n";
+  expect_refused(c + "  ct::eval(f + 1, c);", "eval_into_const", "the destination is a ct::const_tensor (read-only)");
+  expect_refused(c + "  c(0) = 1;", "element_write", "const");  // g++: read-only location; clang: const value
+  expect_refused(c + "  c.data()[0] = 1;", "data_write", "read-only");
+  expect_refused(c + "  ct::matmul(c.reshape({1, 4}), c.reshape({4, 1}), c.reshape({1, 1}));", "matmul_into_const",
+                 "no matching function for call to");
+  expect_refused(c + "  ct::tensor<float> t = c; (void)t;", "to_tensor", "const_tensor");
+}

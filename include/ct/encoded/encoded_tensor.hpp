@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "ct/core/const_tensor.hpp"
 #include "ct/core/dims.hpp"
 #include "ct/core/tensor.hpp"
 #include "ct/encoded/format.hpp"
@@ -84,6 +85,8 @@ inline encoded_tensor::transposed encoded_tensor::transpose() const { return tra
 /// whole number of blocks. An encoder's error (NaN or infinity in a q8_0 / q4_0 block names the
 /// row and column) propagates, and nothing is returned.
 encoded_tensor encode(const tensor<float>& x, format f);
+/// The same for read-only weights (ct::const_tensor, e.g. ct::wrap of a const pointer).
+inline encoded_tensor encode(const const_tensor<float>& x, format f) { return encode(detail::readable(x), f); }
 
 /// The values an encoded tensor stands for, as a new float tensor of its shape.
 tensor<float> decode(const encoded_tensor& e);

@@ -34,6 +34,7 @@
 /// encoded bytes). An activation overlapping the destination is copied first. If a failure
 /// happens while computing (executor, allocation), the destination may be partly written.
 #pragma once
+#include "ct/core/const_tensor.hpp"
 #include "ct/core/tensor.hpp"
 #include "ct/encoded/encoded_tensor.hpp"
 
@@ -56,5 +57,22 @@ void matmul(const tensor<float>& x, const encoded_tensor::transposed& wt, const 
 /// x·wᵀ (wt = w.transpose()) as a new row-major float tensor.
 tensor<float> matmul(const tensor<float>& x, const encoded_tensor::transposed& wt,
                      encoded_mode mode = encoded_mode::quantized);
+
+/// Read-only activations (ct::const_tensor) work as tensors do; the destination must be writable.
+inline void matmul(const encoded_tensor& w, const const_tensor<float>& x, const tensor<float>& out,
+                   encoded_mode mode = encoded_mode::quantized) {
+  matmul(w, detail::readable(x), out, mode);
+}
+inline tensor<float> matmul(const encoded_tensor& w, const const_tensor<float>& x, encoded_mode mode = encoded_mode::quantized) {
+  return matmul(w, detail::readable(x), mode);
+}
+inline void matmul(const const_tensor<float>& x, const encoded_tensor::transposed& wt, const tensor<float>& out,
+                   encoded_mode mode = encoded_mode::quantized) {
+  matmul(detail::readable(x), wt, out, mode);
+}
+inline tensor<float> matmul(const const_tensor<float>& x, const encoded_tensor::transposed& wt,
+                            encoded_mode mode = encoded_mode::quantized) {
+  return matmul(detail::readable(x), wt, mode);
+}
 
 }  // namespace ct

@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ct/core/const_tensor.hpp"
 #include "ct/core/tensor.hpp"
 #include "ct/expr/program.hpp"
 
@@ -34,9 +35,9 @@ inline constexpr bool is_tensor_v = is_tensor<std::remove_cvref_t<X>>::value;
 template <class X>
 inline constexpr bool is_node_v = expression_node<std::remove_cvref_t<X>>;
 
-/// A tensor or an expression node: something with elements.
+/// A tensor (read-only ones included) or an expression node: something with elements.
 template <class X>
-concept operand = is_tensor_v<X> || is_node_v<X>;
+concept operand = is_tensor_v<X> || is_const_tensor_v<X> || is_node_v<X>;
 
 /// A plain number (adopts the element type of the other operand): an arithmetic value or a
 /// 16-bit float value.
@@ -97,10 +98,11 @@ struct constant {
   }
 };
 
-/// The node for an operand: tensors become leaves, nodes stay as they are.
+/// The node for an operand: tensors become leaves (a leaf only reads), nodes stay as they are.
 template <class X>
 auto to_node(const X& x) {
   if constexpr (is_tensor_v<X>) return tensor_leaf<typename X::value_type>{x};
+  else if constexpr (is_const_tensor_v<X>) return tensor_leaf<typename X::value_type>{read_only_elements(x)};
   else return x;
 }
 

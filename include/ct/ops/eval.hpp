@@ -53,6 +53,13 @@ void eval(const E& e, const tensor<T>& dest) {
   }
 }
 
+/// A ct::const_tensor is read-only: it cannot be a destination (this overload only turns the
+/// mistake into a compile error that says so).
+template <class E, element T>
+void eval(const E&, const const_tensor<T>&) {
+  static_assert(!sizeof(T*), "ct::eval: the destination is a ct::const_tensor (read-only); evaluate into a ct::tensor");
+}
+
 /// Evaluates e into a new row-major tensor of its result shape.
 template <class E>
   requires detail::operand<E>

@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ct/core/const_tensor.hpp"
 #include "ct/core/dims.hpp"
 #include "ct/core/error.hpp"
 #include "ct/core/storage.hpp"
@@ -160,6 +161,22 @@ tensor<T> matmul(const tensor<T>& a, const tensor<T>& b) {
   return out;
 }
 
+/// Read-only operands (ct::const_tensor, e.g. ct::wrap of a const pointer) are inputs like
+/// tensors; the destination must be a writable tensor.
+template <class X, class Y, element C>
+  requires(detail::is_const_tensor_v<X> || detail::is_const_tensor_v<Y>) && detail::readable_tensor<X> &&
+          detail::readable_tensor<Y>
+void matmul(const X& a, const Y& b, const tensor<C>& out) {
+  matmul(detail::readable(a), detail::readable(b), out);
+}
+/// The same as a new tensor.
+template <class X, class Y>
+  requires(detail::is_const_tensor_v<X> || detail::is_const_tensor_v<Y>) && detail::readable_tensor<X> &&
+          detail::readable_tensor<Y>
+auto matmul(const X& a, const Y& b) {
+  return matmul(detail::readable(a), detail::readable(b));
+}
+
 /// The scalar product of two vectors of equal length (one group: always computed on the
 /// calling thread, in the fixed lane order described in docs/matmul.md). Selectors for
 /// operation::dot are asked first; element types ct has no product for need one
@@ -183,6 +200,14 @@ T dot(const tensor<T>& x, const tensor<T>& y) {
   } else {
     __builtin_unreachable();  // run_selected_product threw
   }
+}
+
+/// dot of read-only operands (ct::const_tensor) as of tensors.
+template <class X, class Y>
+  requires(detail::is_const_tensor_v<X> || detail::is_const_tensor_v<Y>) && detail::readable_tensor<X> &&
+          detail::readable_tensor<Y>
+auto dot(const X& x, const Y& y) {
+  return dot(detail::readable(x), detail::readable(y));
 }
 
 }  // namespace ct
