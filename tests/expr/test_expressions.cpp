@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ct/ct.hpp"
+#include "support/executor_zoo.hpp"
 #include "support/reference.hpp"
 
 using ct::dims;
@@ -310,4 +311,53 @@ TEST_CASE("expr: erf and erfc within 4 ulp on every backend", "[expr]") {
   };
   check(float{});
   check(double{});
+}
+
+// Found by fuzz/expr_fuzz (docs/reliability.md): when every operand of an expression is
+// broadcast along the reduced axes (or, without reducers, along every axis), its value is one
+// per group — and ct wrote that one value once per group, leaving the rest of a destination
+// that runs along those axes untouched (ct::eval(broadcast scalar + 1) wrote one element of
+// [4, 5]; softmax of a broadcast view one element per row).
+TEST_CASE("regression (expr fuzzer): a value constant along the reduced axes is written at every position",
+          "[expr][regression]") {
+  ct::tensor<float> column({4, 1});
+  for (index_t i = 0; i < 4; ++i) column(i, 0) = static_cast<float>(i) - 1.5f;
+  const auto x = column.broadcast_to({4, 5});  // strides [1, 0]
+  ct::tensor<float> one({1, 1});
+  one(0, 0) = 2.0f;
+  const auto s = one.broadcast_to({4, 5});  // strides [0, 0]
+  ct::tensor<float> row({1, 5});
+  for (index_t j = 0; j < 5; ++j) row(0, j) = static_cast<float>(j) * 0.5f;
+  const auto y = row.broadcast_to({4, 5});  // strides [0, 1]
+  ct_test::executor_zoo zoo;
+  for (auto& [name, exec] : zoo.all()) {
+    ct::executor_scope scope(exec);
+    INFO(name);
+    const auto check = [&](auto&& expr, auto want) {
+      ct::tensor<float> d({4, 5});
+      d.fill(-7.0f);
+      ct::eval(expr, d);
+      for (index_t i = 0; i < 4; ++i)
+        for (index_t j = 0; j < 5; ++j) CHECK(d(i, j) == want(i, j));
+      // and into a transposed view, a bfloat16 destination
+      ct::tensor<float> t({5, 4});
+      t.fill(-7.0f);
+      ct::eval(expr, t.transpose());
+      for (index_t i = 0; i < 4; ++i)
+        for (index_t j = 0; j < 5; ++j) CHECK(t(j, i) == want(i, j));
+      ct::tensor<ct::bfloat16> b({4, 5});
+      ct::eval(ct::cast<ct::bfloat16>(expr), b);
+      for (index_t i = 0; i < 4; ++i)
+        for (index_t j = 0; j < 5; ++j) CHECK(static_cast<float>(b(i, j)) == static_cast<float>(ct::bfloat16(want(i, j))));
+    };
+    check(s + 1.0f, [](index_t, index_t) { return 3.0f; });                 // no reducers
+    check(ct::softmax(x, -1), [](index_t, index_t) { return 0.2f; });        // row mode
+    check(x - ct::mean(x, -1) + x, [&](index_t i, index_t) { return column(i, 0); });
+    check(ct::softmax(y, 0), [](index_t, index_t) { return 0.25f; });  // column mode (axis 0)
+    check(y - ct::mean(y, 0) + y, [&](index_t, index_t j) { return row(0, j); });
+    check(x - ct::max(s, 0), [&](index_t i, index_t) { return column(i, 0) - 2.0f; });
+    // A functor stages the results (ct::map): the staged copy has every position too.
+    check(ct::map([](float v) { return v * 2.0f; }, s), [](index_t, index_t) { return 4.0f; });
+    check(ct::softmax(ct::map([](float v) { return v; }, x), -1), [](index_t, index_t) { return 0.2f; });
+  }
 }

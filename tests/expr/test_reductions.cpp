@@ -148,6 +148,26 @@ TEST_CASE("reduce: empty axes give identities or a clear error", "[reduce]") {
   CHECK_NOTHROW(ct::eval(ct::softmax(e, 1), into));
 }
 
+// Found by reviewing the rule with fuzz/expr_fuzz's interpreter (docs/reliability.md): the
+// error is for a max whose value is part of a result with elements. A result with no elements
+// has nothing to report (NumPy agrees: numpy.zeros((0, 0)).max(axis=1) is an empty array), and
+// a result that runs along a non-empty reduced axis still holds the max of an empty one.
+TEST_CASE("regression (expr fuzzer): an empty max is an error exactly when the result has elements", "[reduce][regression]") {
+  CHECK(ct::eval(ct::max(ct::zeros<float>(dims{0, 0}), 1)).shape() == dims{0});
+  CHECK(ct::eval(ct::logsumexp(ct::zeros<float>(dims{0, 4, 0}), 2)).shape() == dims{0, 4});
+  CHECK(ct::eval(ct::argmax(ct::zeros<float>(dims{0, 3}), 1)).shape() == dims{0});
+  // [0, 3] reduced over both axes, plus a [3] operand: a [1, 3] result, each element the max of
+  // nothing plus y — previously accepted and left unwritten.
+  const auto x = ct::zeros<float>(dims{0, 3});
+  const auto y = ct::ones<float>(dims{3});
+  auto dest = ct::full<float>(dims{1, 3}, 5.0f);
+  CHECK_THROWS_AS(ct::eval(ct::max(x, dims{0, 1}) + y, dest), ct::empty_reduction_error);
+  CHECK(ct::equal(dest, ct::full<float>(dims{1, 3}, 5.0f)));
+  // and with no elements in that result, no error
+  auto none = ct::zeros<float>(dims{1, 0});
+  CHECK_NOTHROW(ct::eval(ct::max(ct::zeros<float>(dims{0, 0}), dims{0, 1}) + ct::zeros<float>(dims{0}), none));
+}
+
 TEST_CASE("fused: softmax, log_softmax, logsumexp, layer_norm, rms_norm match references", "[reduce][fused]") {
   for (index_t cols : {index_t{1}, index_t{5}, index_t{100}, index_t{1030}}) {
     auto x = ct::random_uniform<float>({7, cols}, 3, -80.0f, 80.0f);  // large magnitudes

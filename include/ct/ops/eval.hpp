@@ -35,13 +35,16 @@ void eval(const E& e, const tensor<T>& dest) {
     detail::program p(node.full_shape(), current_fma() == fma_policy::fused);
     const int root = node.lower(p);
     // Destination strides over the full shape: 0 along reduced axes when they were dropped
-    // or kept as 1, and along extent-1 axes.
+    // or kept as 1, and along extent-1 axes; an axis of extent 0 gets 1 (nothing is written
+    // there, and the evaluator can tell a result running along an empty axis from one that
+    // has none).
     const dims& F = p.full_shape();
     dims ds = dims::filled(F.size(), 0);
     index_t lo = 0, hi = 0;
     for (int a = 0, j = 0; a < F.size(); ++a) {
       if (out.size() < F.size() && (p.reduce_mask() & (1u << a))) continue;  // dropped axis
       if (out[j] > 1) ds[a] = dest.strides()[j];
+      else if (out[j] == 0) ds[a] = 1;
       if (out[j] > 0) (dest.strides()[j] < 0 ? lo : hi) += (out[j] - 1) * dest.strides()[j];
       ++j;
     }

@@ -94,9 +94,17 @@ void classify_values(plan& pl) {
     }
   }
   pl.root_uniform = pl.uniform[static_cast<std::size_t>(pl.root)];
-  // A max/min over nothing has no value. It matters only when the result is one value per
-  // group (max(x, 1), logsumexp); a result along the empty axes (softmax) has no elements.
-  if (empty_extreme != nullptr && pl.root_uniform) {
+  pl.root_broadcast = false;
+  if (pl.root_uniform)
+    for (const axis_walk& w : pl.geo.walk) pl.root_broadcast = pl.root_broadcast || (w.extent > 1 && w.strides.back() != 0);
+  // A max/min over nothing has no value. It matters when the result has elements, which holds
+  // it: groups exist and the destination does not run along an empty reduced axis (max(x, 1)
+  // and logsumexp of [3, 0] have three values; softmax of [3, 0] has none). eval marks a
+  // destination axis of extent 0 with a non-zero stride, so the two cases differ.
+  bool result_empty = pl.geo.groups == 0;
+  for (int a : pl.geo.r_axes)
+    result_empty = result_empty || (p.full_shape()[a] == 0 && pl.dest.strides[a] != 0);
+  if (empty_extreme != nullptr && !result_empty) {
     dims axes;  // the reduced axes, as build_geometry found them
     for (int a : pl.geo.r_axes) axes.push_back(a);
     throw empty_reduction_error(std::string("ct::") + pl.op + ": " + empty_extreme + " over axes " + axes.str() +

@@ -31,7 +31,7 @@ void decide_plain(plan& pl) {
   const program& p = pl.prog;
   const geometry& g = pl.geo;
   const auto& code = p.code();
-  if (pl.column || g.walk.size() != 1 || g.walk.back().extent == 0 || pl.passes.size() != 2 || !pl.root_uniform ||
+  if (pl.column || g.walk.size() != 1 || g.walk.back().extent == 0 || pl.passes.size() != 2 || !pl.root_uniform || pl.root_broadcast ||
       code.size() != 2 || code[1].op != opcode::reduce || pl.root != 1 || code[0].op != opcode::load)
     return;
   const auto op = static_cast<reduce_op>(code[1].sub);

@@ -242,6 +242,10 @@ struct plan {
   // level l is fed in pass l - 1, a uniform value of level l computed at the start of pass l.
   plan_vector<int> level;
   bool root_uniform = false;
+  // The root is uniform but the destination runs along the reduced axes (every operand is
+  // broadcast along them: softmax of a broadcast view, a broadcast scalar plus one): its one
+  // value is written at each of the group's positions, not once.
+  bool root_broadcast = false;
   int reduce_passes = 0;
 
   // ---- passes (passes.cpp) ----

@@ -186,7 +186,10 @@ struct column_runner {
         });
       }
     }
-    if (pl.root_uniform) write(ptr[static_cast<std::size_t>(pl.root)], uni[static_cast<std::size_t>(pl.root)], 0);
+    if (pl.root_broadcast)  // one value per group, at each of its positions (plan::root_broadcast)
+      walk([&](index_t, index_t start) { write(ptr[static_cast<std::size_t>(pl.root)], uni[static_cast<std::size_t>(pl.root)], start); });
+    else if (pl.root_uniform)
+      write(ptr[static_cast<std::size_t>(pl.root)], uni[static_cast<std::size_t>(pl.root)], 0);
   }
 };
 

@@ -306,12 +306,19 @@ struct group_runner {
   }
 
   // A root of one value per group (a reduction evaluated on its own) goes to the group's
-  // destination element once its passes are done.
+  // destination element once its passes are done; when the destination runs along the
+  // reduced axes (plan::root_broadcast), to each of the group's positions.
   void write_uniform_root() {
     const std::size_t esize = dtype_bytes(pl.dest.type);
-    unsigned char* d = static_cast<unsigned char*>(pl.dest.data) + offsets.back() * static_cast<index_t>(esize);
-    if (pl.narrow_dest) return narrow_values(pl.dest.type, static_cast<const float*>(ptr[static_cast<std::size_t>(pl.root)]), true, d, 1, 1, s);
-    std::memcpy(d, ptr[static_cast<std::size_t>(pl.root)], esize);
+    const void* value = ptr[static_cast<std::size_t>(pl.root)];
+    const auto put = [&](index_t offset, index_t stride, index_t n) {
+      unsigned char* d = static_cast<unsigned char*>(pl.dest.data) + offset * static_cast<index_t>(esize);
+      if (pl.narrow_dest) return narrow_values(pl.dest.type, static_cast<const float*>(value), true, d, stride, n, s);
+      for (index_t j = 0; j < n; ++j) std::memcpy(d + j * stride * static_cast<index_t>(esize), value, esize);
+    };
+    if (!pl.root_broadcast) return put(offsets.back(), 1, 1);
+    const index_t dstride = pl.geo.walk.back().strides.back();
+    walk([&](index_t n, index_t, index_t start) { put(offsets.back() + start * dstride, dstride, n); });
   }
 
   // run_group for plan::norm: one kernel call per group; between its passes the kernel calls
