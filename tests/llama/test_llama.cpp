@@ -2,6 +2,7 @@
 // reference written here from the architecture (decoded weights, plain loops), for several
 // positions of a sequence run through the KV cache; and bitwise identical logits under every
 // executor.
+#include <boost/asio/thread_pool.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -10,6 +11,8 @@
 
 #include "ct/ct.hpp"
 #include "llama.hpp"
+#include "ct/asio.hpp"
+#include "support/allocation_guard.hpp"
 #include "support/executor_zoo.hpp"
 #include "support/reference.hpp"
 
@@ -262,4 +265,56 @@ TEST_CASE("llama: sampling", "[llama]") {
   CHECK(counts[3] == 0);
   CHECK(counts[1] > 850);
   CHECK(counts[4] > 850);
+}
+
+// Issue 20's fault injection, for the example's forward step: every allocation of a forward
+// call fails in turn (under a pool executor, with q8_0 weights, so the encoded products and
+// their per-call activation blocks are in it). Each failure is std::bad_alloc and loses nothing:
+// the cache keeps its length (the positions of the failed call are not committed, and the next
+// call overwrites them), and the call that finally succeeds gives the logits of a run without
+// failures, bit for bit.
+TEST_CASE("llama: a failed allocation anywhere in a forward step loses nothing", "[llama][allocation][reliability]") {
+  if (!ct_test::allocation_hooks_active()) {  // (the [allocation] tag keeps it out of such builds)
+    WARN("this build's operator new is the sanitizer's: no injection");
+    return;
+  }
+  const std::string path = temp_path("faults");
+  llama::generator_options o;
+  o.cfg = tiny(64, 96, 4, 2, 64, 2);
+  llama::generate(o, path);
+  const auto m = llama::load(ct::gguf::file::open(path));
+  std::remove(path.c_str());
+  const std::vector<std::int32_t> first{5, 9}, second{40, 2, 17};
+  boost::asio::thread_pool pool(2);
+  ct::executor_scope scope(ct::asio_executor(pool, 3));
+  llama::kv_cache clean(m.cfg);
+  (void)llama::forward(m, clean, first);
+  const auto want = llama::forward(m, clean, second);
+
+  llama::kv_cache cache(m.cfg);
+  (void)llama::forward(m, cache, first);
+  long failures = 0;
+  bool other_error = false, length_kept = true;
+  ct::tensor<float> got;
+  for (long k = 0; k < 100000; ++k) {
+    ct_test::allocations_until_failure = k;
+    bool failed = false;
+    try {
+      got = llama::forward(m, cache, second);
+    } catch (const std::bad_alloc&) {
+      failed = true;
+    } catch (...) {
+      other_error = true;
+    }
+    ct_test::allocations_until_failure = -1;
+    if (other_error || !failed) break;
+    ++failures;
+    length_kept = length_kept && cache.length == static_cast<index_t>(first.size());
+  }
+  INFO(failures << " allocations failed in turn");
+  CHECK_FALSE(other_error);
+  CHECK(failures >= 10);
+  CHECK(length_kept);
+  CHECK(cache.length == static_cast<index_t>(first.size() + second.size()));
+  CHECK(ct_test::bitwise_equal(got, want));
 }

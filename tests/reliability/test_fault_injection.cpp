@@ -157,12 +157,29 @@ TEST_CASE("fault injection: products and the GGUF reader fail cleanly at every a
   const auto ab = ct::random_uniform<float>({3, 20, 96}, 53, -1.0f, 1.0f);
   const auto want_batched = ct::matmul(ab, b);
   sweep_call("batched matmul", [&] { r = ct::matmul(ab, b); }, [&] { CHECK(ct_test::bitwise_equal(r, want_batched)); });
-  for (const char* name : {"q8_0", "q4_K", "f16"}) {
+  boost::asio::thread_pool pool(2);
+  for (const char* name : {"q8_0", "q4_0", "q4_K", "q6_K", "bf16", "f16"}) {
     const auto w = ct::encode(ct::random_uniform<float>({40, 256}, 54, -1.0f, 1.0f), ct::find_format(name));
     const auto x = ct::random_uniform<float>({5, 256}, 55, -1.0f, 1.0f);
+    const auto v = ct::random_uniform<float>({256}, 58, -1.0f, 1.0f);
     const auto want_encoded = ct::matmul(x, w.transpose());
-    sweep_call(std::string(name) + " encoded product", [&] { r = ct::matmul(x, w.transpose()); },
-               [&] { CHECK(ct_test::bitwise_equal(r, want_encoded)); });
+    const auto want_exact = ct::matmul(x, w.transpose(), ct::encoded_mode::exact);
+    const auto want_vector = ct::matmul(w, v);
+    const auto want_decoded = ct::decode(w);
+    // Without an executor, and under a pool (each worker's callback allocates its own
+    // decoding scratch: its failure must reach the caller the same way).
+    for (int threads : {1, 3}) {
+      std::unique_ptr<ct::executor_scope> scope;
+      if (threads == 3) scope = std::make_unique<ct::executor_scope>(ct::asio_executor(pool, 3));
+      const std::string on = std::string(name) + (threads == 1 ? " (no executor)" : " (asio, 3 workers)");
+      sweep_call(on + " encoded product", [&] { r = ct::matmul(x, w.transpose()); },
+                 [&] { CHECK(ct_test::bitwise_equal(r, want_encoded)); });
+      sweep_call(on + " exact-mode product", [&] { r = ct::matmul(x, w.transpose(), ct::encoded_mode::exact); },
+                 [&] { CHECK(ct_test::bitwise_equal(r, want_exact)); });
+      sweep_call(on + " matrix-vector product", [&] { r = ct::matmul(w, v); },
+                 [&] { CHECK(ct_test::bitwise_equal(r, want_vector)); });
+      sweep_call(on + " decode", [&] { r = ct::decode(w); }, [&] { CHECK(ct_test::bitwise_equal(r, want_decoded)); });
+    }
     const auto rows = ct::random_uniform<float>({6, 512}, 57, -1.0f, 1.0f);
     sweep_call(std::string("encoding to ") + name, [&] { (void)ct::encode(rows, ct::find_format(name)); }, [] {});
   }
