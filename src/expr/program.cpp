@@ -26,6 +26,27 @@ program program::box(int axis, index_t start, index_t end) const {
   return b;
 }
 
+program program::with_reductions_of_nothing(std::uint32_t drop) const {
+  program q = *this;
+  for (instruction& in : q.code_) {
+    if (in.op != opcode::reduce) continue;
+    const auto op = static_cast<reduce_op>(in.sub);
+    const bool one = op == reduce_op::prod || op == reduce_op::all;
+    instruction c{opcode::constant, in.type};
+    if (in.type == dtype::f32 || in.type == dtype::f64) c.fvalue = one ? 1.0 : 0.0;
+    else c.ivalue = one ? 1 : 0;
+    in = c;
+  }
+  for (int a = full_shape_.size() - 1; a >= 0; --a) {
+    if (!(drop & (1u << a))) continue;
+    q.full_shape_.erase(a);
+    for (leaf_info& leaf : q.leaves_) leaf.strides.erase(a);
+  }
+  q.reduce_mask_ = 0;
+  q.has_reducers_ = false;
+  return q;
+}
+
 int program::emit(const instruction& in) {
   // Under the fused FMA policy a product feeding a sum becomes one multiply-add (one
   // rounding, one kernel pass), as a compiler contracting a*b+c would; under the separate

@@ -114,6 +114,33 @@ void run_program(const program& p, int root, const destination& dest, const char
   using namespace evaluator;
   const dims& F = p.full_shape();
   if (element_count(F) == 0 && !p.has_reducers()) return;  // nothing to compute or write
+  // Reductions over nothing: an empty reduced axis the result does not run along (its
+  // destination stride is 0; eval gives an axis the result runs along with extent 0 a non-zero
+  // one). Every reducer then has its value over no elements, and the result is that
+  // expression evaluated elementwise over the other axes (the reduced ones the result does not
+  // run along dropped): without this the groups' walk over the reduced positions would be
+  // empty and a result running along the other reduced axes would never be written. A max or
+  // min has no such value: the planner raises its error when the result has elements.
+  if (p.has_reducers()) {
+    std::uint32_t drop = 0;
+    bool over_nothing = false, extreme = false;
+    for (int a = 0; a < F.size(); ++a)
+      if ((p.reduce_mask() & (1u << a)) && dest.strides[a] == 0) {
+        drop |= 1u << a;
+        over_nothing = over_nothing || F[a] == 0;
+      }
+    for (const instruction& in : p.code())
+      if (in.op == opcode::reduce) {
+        const auto r = static_cast<reduce_op>(in.sub);
+        extreme = extreme || r == reduce_op::max || r == reduce_op::min || r == reduce_op::argmax || r == reduce_op::argmin;
+      }
+    if (over_nothing && !extreme) {
+      destination d = dest;
+      for (int a = F.size() - 1; a >= 0; --a)
+        if (drop & (1u << a)) d.strides.erase(a);
+      return run_program(p.with_reductions_of_nothing(drop), root, d, op);
+    }
+  }
   // Staging: when a functor may throw, or the destination overlaps an operand other than as
   // the very same elements, results go to a private buffer copied out after every group.
   bool staged = p.can_throw();

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ct/ct.hpp"
+#include "support/executor_zoo.hpp"
 #include "support/reference.hpp"
 
 using ct::dims;
@@ -166,6 +167,32 @@ TEST_CASE("regression (expr fuzzer): an empty max is an error exactly when the r
   // and with no elements in that result, no error
   auto none = ct::zeros<float>(dims{1, 0});
   CHECK_NOTHROW(ct::eval(ct::max(ct::zeros<float>(dims{0, 0}), dims{0, 1}) + ct::zeros<float>(dims{0}), none));
+}
+
+// Found by fuzz/expr_fuzz: reducers over an empty axis next to a result that runs along the
+// other reduced axes. sum over every axis of a [0, 4, 5] tensor, plus a [4, 5] one: a [1, 4, 5]
+// result, y + 0 — ct's walk over the reduced positions was empty, so nothing was written.
+TEST_CASE("regression (expr fuzzer): reductions over nothing next to a result along the other reduced axes",
+          "[reduce][regression]") {
+  const auto e = ct::zeros<float>(dims{0, 4, 5});
+  const auto y = ct::random_uniform<float>({4, 5}, 3, -2.0f, 2.0f);
+  ct_test::executor_zoo zoo;
+  for (auto& [name, exec] : zoo.all()) {
+    ct::executor_scope scope(exec);
+    INFO(name);
+    auto d = ct::full<float>(dims{1, 4, 5}, -7.0f);
+    ct::eval(y + ct::sum(e), d);
+    CHECK(ct::equal(d.reshape({4, 5}), y));
+    ct::eval(y * ct::prod(e, dims{0, 1, 2}), d);
+    CHECK(ct::equal(d.reshape({4, 5}), y));
+    ct::eval(ct::minimum(y, ct::mean(e)), d);  // the mean of nothing is NaN, and minimum keeps it
+    for (index_t i = 0; i < 20; ++i) CHECK(std::isnan(d.reshape({20})(i)));
+    auto b = ct::full<bool>(dims{1, 4, 5}, false);
+    ct::eval(ct::all(e > 0.0f) && (y > -3.0f), b);
+    CHECK(ct::equal(b, ct::full<bool>(dims{1, 4, 5}, true)));
+    // (a max of nothing is part of this result: an error, the destination unchanged)
+    CHECK_THROWS_AS(ct::eval(y + ct::max(e), d), ct::empty_reduction_error);
+  }
 }
 
 TEST_CASE("fused: softmax, log_softmax, logsumexp, layer_norm, rms_norm match references", "[reduce][fused]") {

@@ -18,7 +18,7 @@ namespace ct::detail {
 //   scalar and SIMD backends give the same bits (the evaluator computes one-element values of
 //   these inline instead of calling a kernel). Transcendentals are not: their backends differ.
 // Definitions (real x): negative -x; abs |x|; sqrt; rsqrt 1/sqrt(x); exp; expm1 e^x-1; log;
-// log1p log(1+x); sin; cos; tanh; sigmoid 1/(1+e^-x); relu max(x, 0) (NaN stays NaN);
+// log1p log(1+x); sin; cos; tanh; sigmoid 1/(1+e^-x); relu x > 0 ? x : +0 (NaN stays NaN, relu(-0) = +0);
 // gelu (tanh form) 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))); silu x*sigmoid(x); square x*x;
 // reciprocal 1/x; erf (2/sqrt(pi)) * integral of e^-t^2 over [0, x]; erfc 1 - erf(x).
 // clang-format off

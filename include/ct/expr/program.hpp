@@ -127,6 +127,11 @@ class program {
   /// The same program over positions [start, end) of one axis of the full shape: every leaf's
   /// data moved to position start (split elementwise evaluation, run_program).
   program box(int axis, index_t start, index_t end) const;
+  /// The same program with every reducer replaced by its value over no elements (sum 0,
+  /// prod 1, all true, any false; mean is then 0 / 0) and the axes in `drop` (a mask of the
+  /// full shape) removed: an expression whose reductions are over an empty axis, evaluated
+  /// elementwise (run_program). Not for max, min, argmax, argmin: they have no such value.
+  program with_reductions_of_nothing(std::uint32_t drop) const;
 
  private:
   dims full_shape_;
