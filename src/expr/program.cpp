@@ -26,17 +26,35 @@ program program::box(int axis, index_t start, index_t end) const {
   return b;
 }
 
-program program::with_reductions_of_nothing(std::uint32_t drop) const {
+program program::with_reductions_of_nothing(std::uint32_t drop, int root) const {
   program q = *this;
-  for (instruction& in : q.code_) {
-    if (in.op != opcode::reduce) continue;
-    const auto op = static_cast<reduce_op>(in.sub);
-    const bool one = op == reduce_op::prod || op == reduce_op::all;
-    instruction c{opcode::constant, in.type};
-    if (in.type == dtype::f32 || in.type == dtype::f64) c.fvalue = one ? 1.0 : 0.0;
+  const auto constant = [](dtype t, bool one) {
+    instruction c{opcode::constant, t};
+    if (t == dtype::f32 || t == dtype::f64) c.fvalue = one ? 1.0 : 0.0;
     else c.ivalue = one ? 1 : 0;
-    in = c;
+    return c;
+  };
+  for (instruction& in : q.code_)
+    if (in.op == opcode::reduce) {
+      const auto op = static_cast<reduce_op>(in.sub);
+      in = constant(in.type, op == reduce_op::prod || op == reduce_op::all);
+    }
+  // What root still needs; the rest (the reducers' arguments, which run along the dropped
+  // axes and may have no elements at all) must not be computed, so it becomes constants.
+  std::vector<char> needed(q.code_.size(), 0);
+  needed[static_cast<std::size_t>(root)] = 1;
+  for (int i = root; i >= 0; --i) {
+    const instruction& in = q.code_[static_cast<std::size_t>(i)];
+    if (!needed[static_cast<std::size_t>(i)]) continue;
+    if (in.op == opcode::map) {
+      for (int a : q.maps_[static_cast<std::size_t>(in.leaf)].args) needed[static_cast<std::size_t>(a)] = 1;
+    } else {
+      for (int a : in.args)
+        if (a >= 0) needed[static_cast<std::size_t>(a)] = 1;
+    }
   }
+  for (std::size_t i = 0; i < q.code_.size(); ++i)
+    if (!needed[i]) q.code_[i] = constant(q.code_[i].type, false);
   for (int a = full_shape_.size() - 1; a >= 0; --a) {
     if (!(drop & (1u << a))) continue;
     q.full_shape_.erase(a);

@@ -138,7 +138,7 @@ void run_program(const program& p, int root, const destination& dest, const char
       destination d = dest;
       for (int a = F.size() - 1; a >= 0; --a)
         if (drop & (1u << a)) d.strides.erase(a);
-      return run_program(p.with_reductions_of_nothing(drop), root, d, op);
+      return run_program(p.with_reductions_of_nothing(drop, root), root, d, op);
     }
   }
   // Staging: when a functor may throw, or the destination overlaps an operand other than as

@@ -192,6 +192,11 @@ TEST_CASE("regression (expr fuzzer): reductions over nothing next to a result al
     CHECK(ct::equal(b, ct::full<bool>(dims{1, 4, 5}, true)));
     // (a max of nothing is part of this result: an error, the destination unchanged)
     CHECK_THROWS_AS(ct::eval(y + ct::max(e), d), ct::empty_reduction_error);
+    // The reducers' arguments are not computed: they have no elements to read (the fuzzer's
+    // AddressSanitizer report on the first version of this fix).
+    const auto e0 = ct::zeros<float>(dims{0});
+    CHECK(ct::eval(ct::sum(ct::maximum(e0, e0) * 2.0f, -1, true)).item() == 0.0f);
+    CHECK(ct::equal(ct::eval(ct::sum(ct::exp(e), dims{0, 2})), ct::zeros<float>(dims{4})));
   }
 }
 

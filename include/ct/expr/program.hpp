@@ -128,10 +128,11 @@ class program {
   /// data moved to position start (split elementwise evaluation, run_program).
   program box(int axis, index_t start, index_t end) const;
   /// The same program with every reducer replaced by its value over no elements (sum 0,
-  /// prod 1, all true, any false; mean is then 0 / 0) and the axes in `drop` (a mask of the
+  /// prod 1, all true, any false; mean is then 0 / 0), every instruction root no longer needs
+  /// (the reducers' arguments) replaced by a constant, and the axes in `drop` (a mask of the
   /// full shape) removed: an expression whose reductions are over an empty axis, evaluated
   /// elementwise (run_program). Not for max, min, argmax, argmin: they have no such value.
-  program with_reductions_of_nothing(std::uint32_t drop) const;
+  program with_reductions_of_nothing(std::uint32_t drop, int root) const;
 
  private:
   dims full_shape_;
