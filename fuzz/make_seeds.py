@@ -85,3 +85,8 @@ for op in range(5):
     for wrong in range(4):
         write("partitions", f"op{op}_wrong{wrong}", [op, 17 + op, 9 + 3 * op, (op + wrong) % 5, wrong] +
               [rng.randrange(256) for _ in range(12)])
+
+# ---- expr: FuzzedDataProvider reads the tree's description from both ends of the input, so
+# random bytes of several lengths are random trees (small ones shallow, long ones deep).
+for i in range(48):
+    write("expr", f"tree{i:02d}", [rng.randrange(256) for _ in range(8 + 5 * i)])
