@@ -208,14 +208,23 @@ TEST_CASE("llama: forward pass through the KV cache against a double-precision r
   }
 }
 
-TEST_CASE("llama: logits are bitwise identical under every executor; token by token through the cache matches one pass",
-          "[llama][executor]") {
-  const std::string path = temp_path("zoo");
+namespace {
+// The small q8_0 model of the executor and fault-injection cases, generated into a temporary
+// file and loaded (the file is removed; the model keeps its mapping).
+llama::model tiny_model(const char* name) {
+  const std::string path = temp_path(name);
   llama::generator_options o;
   o.cfg = tiny(64, 96, 4, 2, 64, 2);
   llama::generate(o, path);
-  const auto m = llama::load(ct::gguf::file::open(path));
+  auto m = llama::load(ct::gguf::file::open(path));
   std::remove(path.c_str());
+  return m;
+}
+}  // namespace
+
+TEST_CASE("llama: logits are bitwise identical under every executor; token by token through the cache matches one pass",
+          "[llama][executor]") {
+  const auto m = tiny_model("zoo");
   const std::vector<std::int32_t> tokens{3, 9, 27, 81 % 64, 50, 12};
   llama::kv_cache c0(m.cfg);
   const auto want = llama::forward(m, c0, tokens);
@@ -278,12 +287,7 @@ TEST_CASE("llama: a failed allocation anywhere in a forward step loses nothing",
     WARN("this build's operator new is the sanitizer's: no injection");
     return;
   }
-  const std::string path = temp_path("faults");
-  llama::generator_options o;
-  o.cfg = tiny(64, 96, 4, 2, 64, 2);
-  llama::generate(o, path);
-  const auto m = llama::load(ct::gguf::file::open(path));
-  std::remove(path.c_str());
+  const auto m = tiny_model("faults");
   const std::vector<std::int32_t> first{5, 9}, second{40, 2, 17};
   boost::asio::thread_pool pool(2);
   ct::executor_scope scope(ct::asio_executor(pool, 3));
