@@ -11,6 +11,7 @@
 
 #include "ct/core/error.hpp"
 #include "ct/exec/settings.hpp"
+#include "src/kernels/target_control.hpp"
 
 namespace ct {
 namespace detail {
@@ -69,6 +70,9 @@ std::string short_size(std::size_t bytes) {
 }
 
 tuning make_process_tuning() {
+  // The first operation also settles which simd target the kernels run (CT_SIMD_TARGET), so
+  // that a bad value is reported like a bad CT_TUNING: before any work.
+  detail::kernels::simd_apply_target_override();
   const tuning base = tuning::for_caches(this_machine().caches);
   const char* env = std::getenv("CT_TUNING");
   if (env == nullptr || *env == '\0') return base;
@@ -141,7 +145,11 @@ const tuning& process_tuning() {
   return t;
 }
 
-const tuning& tuning_of(const settings& s) { return s.tuning != nullptr ? *s.tuning : process_tuning(); }
+const tuning& tuning_of(const settings& s) {
+  if (s.tuning == nullptr) return process_tuning();
+  detail::kernels::simd_apply_target_override();  // also under a tuning_scope (a static's check)
+  return *s.tuning;
+}
 
 const tuning& current_tuning() { return tuning_of(current_settings()); }
 

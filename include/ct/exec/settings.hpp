@@ -61,7 +61,10 @@ class settings_scope {
 };
 
 /// The name Highway gives the SIMD target backend::simd dispatches to on this CPU (such as
-/// "AVX3_SPR", "AVX3", "AVX2"), for logs and benchmark records.
+/// "AVX3_SPR", "AVX3", "AVX2"), for logs and benchmark records. The environment variable
+/// CT_SIMD_TARGET (read once; Highway's names, any case) pins it to another target this CPU
+/// can run, for experiments such as AVX2 kernels on an AVX-512 machine (docs/tuning.md); a name
+/// that is not available makes the first operation throw ct::tuning_error listing the ones that are.
 const char* simd_target_name() noexcept;
 
 /// Binds split_elementwise for this thread (the other settings stay as they are): large
