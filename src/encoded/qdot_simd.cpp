@@ -1,16 +1,14 @@
-// The quantized-mode dot products on x86: AVX-512 (Highway's AVX3 targets) and AVX2 kernels;
-// the other targets use the portable kernels, which give the same bits (qdot.hpp fixes the
-// orders; every integer is exact, so only the float steps' order matters).
+// The quantized-mode dot products on x86 (AVX2 and the AVX-512 targets); the other targets use
+// the portable kernels, which give the same bits (qdot.hpp fixes the orders; every integer is
+// exact, so only the float steps' order matters).
 //
-// q8_0 / q4_0 on AVX-512: per group of 16 blocks, each block's 32 weight and activation quants
-// widen to int16 and multiply-add in pairs into 16 int32 partial sums (vpmaddwd; exact), the 16
-// blocks' partials fold into one vector holding block j's integer dot in lane j (four levels of
-// ConcatEven/ConcatOdd + Add), and the 16 virtual lanes take one vector
-// muladd(d_w * d_x, isum, lane). q4_0's nibbles become the values 0..15 minus 8 before widening.
+// The AVX-512 targets had their own q8_0 / q4_0 kernel, which widened each block's quants to
+// int16 for vpmaddwd; measured on an Intel Xeon with AVX-512 (family 6 model 167) it was half
+// the speed of the AVX2 kernel below on the same machine (gemv q4_0 4096x4096 1.0 vs 0.51 ms,
+// CT_SIMD_TARGET=AVX2), so every x86 target from AVX2 up now runs that one.
 //
-// AVX2 (and the K formats on every x86 target from AVX2 up): Highway 1.0.3 exposes no int8 dot
-// product, so these use vpmaddubsw (unsigned times signed bytes, adjacent pairs summed to int16)
-// directly. The unsigned operand: |w| for q8_0 (with x taking w's sign through vpsignb — exact
+// Highway 1.0.3 exposes no int8 dot product, so these use vpmaddubsw (unsigned times signed
+// bytes, adjacent pairs summed to int16) directly. The unsigned operand: |w| for q8_0 (with x taking w's sign through vpsignb — exact
 // because activation quants are in [-127, 127], so no sign flip overflows and a pair is at most
 // 2 * 128 * 127 < 2^15), the nibbles 0..15 for q4_0 (the "- 8" is 8 * (x pair sum) subtracted
 // from each pair) and q4_K, and q = 0..63 for q6_K (its "- 32" is 32 * sum_g sc_g * (sum of
@@ -124,76 +122,7 @@ float QDotQ6K(const unsigned char* w, const qactivation& x, index_t blocks) {
 
 #endif
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-
-template <bool kFused, class V>
-HWY_INLINE V MulAddPolicy(V a, V b, V c) {
-  if constexpr (kFused) {
-    return hn::MulAdd(a, b, c);
-  } else {
-    V p = hn::Mul(a, b);
-    asm("" : "+v"(p.raw));  // keep the product out of reach of contraction
-    return hn::Add(c, p);
-  }
-}
-
-template <bool kQ4, bool kFused>
-float QDot32(const unsigned char* w, const qactivation& x, index_t blocks) {
-  const hn::ScalableTag<std::int32_t> di;  // 16 lanes: one per block of a group
-  const hn::ScalableTag<float> df;
-  const hn::Repartition<std::int16_t, decltype(di)> d16;  // 32 lanes: one block
-  const hn::Half<hn::Repartition<std::int8_t, decltype(di)>> d8;
-  const hn::Half<hn::Repartition<std::uint8_t, decltype(di)>> du8;
-  const hn::Repartition<std::uint16_t, decltype(di)> du16;
-  const hn::Half<decltype(du8)> du8h;  // 16 bytes
-  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-  using VI = hn::Vec<decltype(di)>;
-  constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
-  const std::int8_t* xq = x.q;
-  auto acc = hn::Zero(df);
-  alignas(64) std::uint16_t scale_bits[16];
-  for (index_t g = 0; g < blocks; g += 16) {
-    const index_t nb = std::min<index_t>(16, blocks - g);
-    VI part[16];
-    for (index_t j = 0; j < 16; ++j) {
-      if (j >= nb) {
-        part[j] = hn::Zero(di);
-        scale_bits[j] = 0;
-        continue;
-      }
-      const unsigned char* blk = w + (g + j) * wbytes;
-      scale_bits[j] = load_u16_le(blk);
-      hn::Vec<decltype(d16)> w16;
-      if constexpr (kQ4) {
-        const auto bytes = hn::LoadU(du8h, blk + 2);
-        const auto lo = hn::And(bytes, hn::Set(du8h, 0x0f));
-        const auto hi = hn::ShiftRight<4>(bytes);
-        w16 = hn::Sub(hn::BitCast(d16, hn::PromoteTo(du16, hn::Combine(du8, hi, lo))), hn::Set(d16, 8));
-      } else {
-        w16 = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(blk + 2)));
-      }
-      const auto x16 = hn::PromoteTo(d16, hn::LoadU(d8, xq + (g + j) * 32));
-      VI odd = hn::Zero(di);
-      part[j] = hn::ReorderWidenMulAccumulate(di, w16, x16, hn::Zero(di), odd);
-      part[j] = hn::Add(part[j], odd);
-    }
-    // Fold: after the four levels lane j holds the sum of part[j]'s lanes.
-    for (index_t width = 8; width >= 1; width /= 2)
-      for (index_t i = 0; i < width; ++i)
-        part[i] = hn::Add(hn::ConcatOdd(di, part[2 * i + 1], part[2 * i]), hn::ConcatEven(di, part[2 * i + 1], part[2 * i]));
-    const auto isum = hn::ConvertTo(df, part[0]);
-    const auto mask = hn::FirstN(df, static_cast<std::size_t>(nb));
-    const auto dw = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(scale_bits)));
-    const auto dx = hn::MaskedLoad(mask, df, x.d + g);
-    const auto updated = MulAddPolicy<kFused>(hn::Mul(dw, dx), isum, acc);
-    acc = hn::IfThenElse(mask, updated, acc);
-  }
-  alignas(64) float lane[16];
-  hn::Store(acc, df, lane);
-  return fold_lanes(lane);
-}
-
-#elif HWY_TARGET == HWY_AVX2
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 
 // q8_0 / q4_0 on AVX2: 8 int32 partials per block (vpmaddwd with ones); 8 blocks' partials fold
 // into one vector (block j in lane j) by three levels of hadd and a cross-lane add, and the 16
@@ -384,9 +313,8 @@ bool Quantize32(const float*, index_t, std::int8_t*, float*) { return false; }
 
 #endif
 
-// The several-rows form: q8_0 / q4_0 on the AVX2 kernel (the AVX-512 targets' kernel is called
-// per row for now).
-#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+// The several-rows form: q8_0 / q4_0 (x86 from AVX2 up).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 
 qdot_rows_fn RowsFor(qformat f, bool fused) {
   switch (f) {
