@@ -59,6 +59,9 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   CHECK(z5.weight_prefetch_bytes == 3 * K);
   // No L3: results streamed from 8 x L2. Unknown sizes: the assumed ones.
   CHECK(ct::tuning::for_caches({32 * K, 512 * K, 0, 64}).stream_store_bytes == 4 * M);
+  // A large shared L3 (an Intel Xeon's 480 MiB): results stream from 32 x L2, not L3 / 2.
+  CHECK(ct::tuning::for_caches({48 * K, 2 * M, 480 * M, 64}).stream_store_bytes == 64 * M);
+  CHECK(ct::tuning::for_caches({32 * K, 1 * M, 32 * M, 64}).stream_store_bytes == 16 * M);  // Zen 4: L3 / 2
   CHECK(ct::tuning::for_caches({0, 0, 0, 0}) == ct::tuning::for_caches({32 * K, 512 * K, 0, 64}));
   // Every budget at least a line, however small the caches.
   const ct::tuning t1 = ct::tuning::for_caches({64, 64, 64, 64});
