@@ -13,6 +13,7 @@
 #include "ct/encoded/matmul.hpp"
 #include "ct/exec/parallel_for.hpp"
 #include "src/encoded/builtin.hpp"
+#include "src/encoded/half_dot.hpp"
 #include "src/encoded/qdot.hpp"
 #include "src/matmul/byte_span.hpp"
 #include "src/matmul/kernels.hpp"
@@ -210,6 +211,18 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
                                          weight_prefetch};
     qdot.run_rows(wrow(b, n0), w.row_bytes(), n1 - n0, a, wblocks, yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn);
   };
+  // Exact mode with bf16 / f16 weights and a contiguous activation vector: the rows are
+  // widened inside the dot product (half_dot.hpp), not decoded into scratch first; same bits.
+  const settings caller = current_settings();
+  const detail::encoded::half_dot_fn half_dot =
+      !quantized && k > 0 && q.xk == 1 && caller.backend == backend::simd && (fname == "bf16" || fname == "f16")
+          ? detail::encoded::simd_half_dot(fname == "bf16", caller.fma == fma_policy::fused)
+          : nullptr;
+  const auto gemv_prefetch = static_cast<index_t>(tuned.gemv_prefetch_bytes);
+  const auto half_rows = [&](index_t b, index_t n0, index_t n1, index_t mi) {
+    const float* xv = xd + (x_batches == 1 ? 0 : b) * q.xb + mi * q.xm;
+    half_dot(wrow(b, n0), w.row_bytes(), n1 - n0, k, xv, yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn, gemv_prefetch);
+  };
   const auto decode_into = [&](index_t b, index_t ni, float* row) {
     w.fmt().traits().decode_row(wrow(b, ni), row, k);
   };
@@ -218,21 +231,26 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     // Groups (b, n): the weight row decoded once (exact mode), then every m.
     detail::schedule(op, q.batches * q.n, [&](index_t start, index_t end) {
       const settings s = current_settings();
-      std::vector<float> row(quantized ? 0 : static_cast<std::size_t>(k));
+      std::vector<float> row(quantized || half_dot != nullptr ? 0 : static_cast<std::size_t>(k));
       // (b, ni) stepped, not divided out of g for every group (as above).
       index_t b = start / q.n, ni = start % q.n;
-      if (quantized && q.m == 1) {  // matrix-vector: the kernel's several-rows form, per batch
+      if ((quantized || half_dot != nullptr) && q.m == 1) {  // matrix-vector: several rows per call, per batch
         for (index_t g = start; g < end;) {
           const index_t n1 = std::min(q.n, ni + (end - g));
-          rows_of(b, ni, n1, 0);
+          if (quantized) rows_of(b, ni, n1, 0);
+          else half_rows(b, ni, n1, 0);
           g += n1 - ni;
           ni = 0, ++b;
         }
         return;
       }
       for (index_t g = start; g < end; ++g) {
-        if (!quantized) decode_into(b, ni, row.data());
-        for (index_t mi = 0; mi < q.m; ++mi) element(b, ni, mi, row.data(), s);
+        if (half_dot != nullptr) {
+          for (index_t mi = 0; mi < q.m; ++mi) half_rows(b, ni, ni + 1, mi);
+        } else {
+          if (!quantized) decode_into(b, ni, row.data());
+          for (index_t mi = 0; mi < q.m; ++mi) element(b, ni, mi, row.data(), s);
+        }
         if (++ni == q.n) ni = 0, ++b;
       }
     });

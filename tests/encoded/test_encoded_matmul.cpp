@@ -223,3 +223,56 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
     }
   }
 }
+
+TEST_CASE("exact mode with bf16 / f16 rows widened inside the dot product: the decoded path's bits", "[encoded][matmul]") {
+  // Foreign rows of random finite 16-bit floats (subnormals too), read from an odd address;
+  // K of every tail length class (below, at and past the 32 virtual lanes), 23 rows (several
+  // rows per kernel call and single ones). The scalar backend decodes each row and runs the
+  // float dot product: the simd kernel must give its bits under both FMA policies, for a
+  // vector, a matrix of activations, and a strided vector (which takes the decoding path).
+  std::uint64_t state = 777;
+  const auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::uint32_t>(state >> 33);
+  };
+  const index_t n = 23;
+  for (const char* name : {"bf16", "f16"}) {
+    const bool bf16 = std::string(name) == "bf16";
+    for (index_t k : {1, 7, 31, 32, 33, 100, 1000}) {
+      INFO(name << " K " << k);
+      const ct::format f = ct::find_format(name);
+      std::vector<unsigned char> bytes(static_cast<std::size_t>(n) * f.row_bytes(k) + 1);
+      for (std::size_t i = 1; i + 1 < bytes.size(); i += 2) {
+        std::uint16_t v = static_cast<std::uint16_t>(next());
+        // keep it finite: an exponent below all ones, and |value| at most about 2^8
+        const unsigned exp_bits = bf16 ? (v >> 7) & 0xff : (v >> 10) & 0x1f;
+        if (bf16 && exp_bits > 134) v = static_cast<std::uint16_t>((v & 0x807f) | (134u << 7));
+        if (!bf16 && exp_bits > 23) v = static_cast<std::uint16_t>((v & 0x83ff) | (23u << 10));
+        bytes[i] = static_cast<unsigned char>(v & 0xff);
+        bytes[i + 1] = static_cast<unsigned char>(v >> 8);
+      }
+      const auto w = ct::encoded_tensor::view(f, {n, k}, bytes.data() + 1, bytes.size() - 1);
+      const auto x = ct::random_uniform<float>({k}, 7, -3.0f, 3.0f);
+      const auto xm = ct::random_uniform<float>({k, 5}, 8, -3.0f, 3.0f);
+      const auto x2 = ct::random_uniform<float>({2 * k}, 9, -3.0f, 3.0f).slice(0, 0, std::nullopt, 2);
+      for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+        INFO((p == ct::fma_policy::fused ? "fused" : "separate"));
+        ct::tensor<float> ys, yms, y2s;
+        {
+          ct::settings_scope s({ct::backend::scalar, p});
+          ys = ct::matmul(w, x, ct::encoded_mode::exact);
+          yms = ct::matmul(w, xm, ct::encoded_mode::exact);
+          y2s = ct::matmul(w, x2, ct::encoded_mode::exact);
+        }
+        ct::settings_scope s({ct::backend::simd, p});
+        CHECK(ct_test::bitwise_equal(ct::matmul(w, x, ct::encoded_mode::exact), ys));
+        CHECK(ct_test::bitwise_equal(ct::matmul(w, xm, ct::encoded_mode::exact), yms));
+        CHECK(ct_test::bitwise_equal(ct::matmul(w, x2, ct::encoded_mode::exact), y2s));
+        CHECK(ct_test::bitwise_equal(ct::matmul(w, x), ys));  // exact is these formats' only mode
+      }
+      // And the values, against the decoded weights in double precision.
+      const auto wd = ct_test::values(ct::decode(w));
+      CHECK(outside_bounds(wd, n, k, ct_test::values(x), ct_test::values(ct::matmul(w, x)), false) == 0);
+    }
+  }
+}
