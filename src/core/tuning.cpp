@@ -101,7 +101,7 @@ tuning tuning::for_caches(const cache_sizes& given) {
   t.gemm_direct_b_bytes = at_least_a_line(c.l2 / 2);
   t.row_block_bytes = at_least_a_line(c.l2 / 2);
   t.gemv_prefetch_bytes = at_least_a_line(c.l1d / 32);
-  t.weight_prefetch_bytes = at_least_a_line(c.l1d / 16);
+  t.weight_prefetch_bytes = at_least_a_line(c.l1d / 8);
   t.stream_prefetch_bytes = at_least_a_line(c.l1d / 4);
   // Half the L3, but no more than 32 L2s: a large L3 is shared by many cores (an Intel Xeon
   // reports 480 MiB), and a 64 MiB softmax written through the cache there took 9.6-11.5 ms

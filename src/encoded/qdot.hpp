@@ -92,6 +92,10 @@ enum class qformat { q8_0, q4_0, q4_K, q6_K };
 // and its several-rows form, or nullptr.
 qdot_fn simd_qdot(qformat f, bool fused);
 qdot_rows_fn simd_qdot_rows(qformat f, bool fused);
+// The AVX-512 VNNI kernels (qdot_avx512.cpp), which qdot_simd.cpp's AVX-512 targets take first:
+// nullptr where the CPU has no AVX-512 VNNI (or is not x86), and a rows form for q8_0 / q4_0.
+qdot_fn avx512_qdot(qformat f, bool fused);
+qdot_rows_fn avx512_qdot_rows(qformat f, bool fused);
 // The simd quantizer of 32-value activation blocks (q and d as quantize_activation gives them);
 // false where the target has none (nothing written then).
 bool simd_quantize32(const float* v, index_t blocks, std::int8_t* q, float* d);

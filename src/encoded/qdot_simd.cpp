@@ -5,7 +5,8 @@
 // The AVX-512 targets had their own q8_0 / q4_0 kernel, which widened each block's quants to
 // int16 for vpmaddwd; measured on an Intel Xeon with AVX-512 (family 6 model 167) it was half
 // the speed of the AVX2 kernel below on the same machine (gemv q4_0 4096x4096 1.0 vs 0.51 ms,
-// CT_SIMD_TARGET=AVX2), so every x86 target from AVX2 up now runs that one.
+// CT_SIMD_TARGET=AVX2), so every x86 target from AVX2 up now runs that one — unless the CPU has
+// AVX-512 VNNI, where the AVX-512 targets run qdot_avx512.cpp's kernels instead.
 //
 // Highway 1.0.3 exposes no int8 dot product, so these use vpmaddubsw (unsigned times signed
 // bytes, adjacent pairs summed to int16) directly. The unsigned operand: |w| for q8_0 (with x taking w's sign through vpsignb — exact
@@ -136,9 +137,11 @@ HWY_INLINE __m256i BlockPartials(const unsigned char* blk, const std::int8_t* x)
   const __m256i xv = LoadBytes(x);
   __m256i pairs;
   if constexpr (kQ4) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    const __m128i low = _mm_set1_epi8(0x0f);
-    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), low), _mm_and_si128(bytes, low));
+    // The 16 bytes in both halves (a load, no shuffle), the upper half shifted by 4: low nibbles
+    // then high nibbles. (vinserti128 instead costs a shuffle-port uop per block, the port the
+    // fold below needs too: q4_0 gemv was shuffle-bound on an Intel AVX-512 Xeon.)
+    const __m256i bytes = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
+    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi64(bytes, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
     pairs = _mm256_maddubs_epi16(nib, xv);  // sum of nibble * x; the "- 8" comes after the fold
   } else {
     const __m256i wv = LoadBytes(blk + 2);
@@ -190,7 +193,7 @@ HWY_INLINE __m256 FullGroup(const unsigned char* blk, const std::int8_t* xq, con
 
 // Software prefetch of the weight bytes x.prefetch_bytes ahead (into the next rows: a matrix's
 // rows are contiguous; a prefetch past the end cannot fault). The distance is the tuning's
-// weight_prefetch_bytes (L1d / 16). Measured on Zen 3 (family 25 model 1, L1d 32 KiB), the 100M
+// weight_prefetch_bytes (L1d / 8). Measured on Zen 3 (family 25 model 1, L1d 32 KiB), the 100M
 // Llama's generation step (bench/llama): q8_0 8.0-9.3 ms without, 6.7-7.7 ms at 2 KiB, 6.3 ms
 // at 4 KiB, 7.5 ms at 8 KiB; q4_0, compute-bound here, unchanged.
 template <bool kQ4, bool kFused>
@@ -304,7 +307,12 @@ qdot_fn KernelFor(qformat f) {
   return nullptr;
 }
 
-qdot_fn QDotFor(qformat f, bool fused) { return fused ? KernelFor<true>(f) : KernelFor<false>(f); }
+qdot_fn QDotFor(qformat f, bool fused) {
+#if HWY_TARGET <= HWY_AVX3
+  if (qdot_fn fn = avx512_qdot(f, fused)) return fn;  // the CPU has AVX-512 VNNI
+#endif
+  return fused ? KernelFor<true>(f) : KernelFor<false>(f);
+}
 
 #else
 
@@ -317,6 +325,9 @@ bool Quantize32(const float*, index_t, std::int8_t*, float*) { return false; }
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 
 qdot_rows_fn RowsFor(qformat f, bool fused) {
+#if HWY_TARGET <= HWY_AVX3
+  if (avx512_qdot(f, fused)) return avx512_qdot_rows(f, fused);
+#endif
   switch (f) {
     case qformat::q8_0: return fused ? &QDot32Rows<false, true> : &QDot32Rows<false, false>;
     case qformat::q4_0: return fused ? &QDot32Rows<true, true> : &QDot32Rows<true, false>;

@@ -48,7 +48,7 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   CHECK(t.gemm_direct_b_bytes == 256 * K);
   CHECK(t.row_block_bytes == 256 * K);
   CHECK(t.gemv_prefetch_bytes == 1 * K);
-  CHECK(t.weight_prefetch_bytes == 2 * K);
+  CHECK(t.weight_prefetch_bytes == 4 * K);
   CHECK(t.stream_prefetch_bytes == 8 * K);
   CHECK(t.stream_store_bytes == 16 * M);
   CHECK(t.row_cache_bytes == 256 * K);
@@ -56,7 +56,7 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   const ct::tuning z5 = ct::tuning::for_caches({48 * K, 1 * M, 32 * M, 64});
   CHECK(z5.gemm_b_panel_bytes == 24 * K);
   CHECK(z5.gemm_a_block_bytes == 256 * K);
-  CHECK(z5.weight_prefetch_bytes == 3 * K);
+  CHECK(z5.weight_prefetch_bytes == 6 * K);
   // No L3: results streamed from 8 x L2. Unknown sizes: the assumed ones.
   CHECK(ct::tuning::for_caches({32 * K, 512 * K, 0, 64}).stream_store_bytes == 4 * M);
   // A large shared L3 (an Intel Xeon's 480 MiB): results stream from 32 x L2, not L3 / 2.

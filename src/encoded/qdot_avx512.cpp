@@ -1,0 +1,334 @@
+// The quantized-mode dot products on x86 CPUs with AVX-512 VNNI (Ice Lake and later Intel
+// cores, Zen 4 and Zen 5): 512-bit kernels for q8_0, q4_0, q4_K and q6_K with the bits of the
+// portable kernels (qdot.hpp fixes the float order; every integer below is exact in int32, the
+// bounds are in the comments).
+//
+// Why apart from qdot_simd.cpp: Debian's Highway 1.0.3 compiles no AVX3_DL target, so the VNNI
+// instructions are reached from its AVX3 target (qdot_simd.cpp asks avx512_qdot first) after a
+// run-time check of the CPU; the functions here carry their own target attribute.
+//
+// q8_0 / q4_0: sixteen blocks fill the sixteen float lanes of one register, block g + j in lane
+// j — exactly the order's sixteen virtual lanes, so one multiply-add per sixteen blocks. A
+// register holds two blocks' quants; vpdpbusd (unsigned times signed bytes, four products
+// summed into each int32) gives 8 partials per block, folded to one sum per block by a
+// transpose-and-add. q8_0's signed weights become unsigned by w ^ 0x80 = w + 128, and the
+// 128 * (sum of the block's activation quants) this adds is taken off after the fold (from the
+// precomputed sums of 16); q4_0's nibbles are 0..15 and its "- 8" is taken off the same way.
+//
+// q4_K / q6_K: per super-block, the quants against their activation quants by vpmaddubsw (pairs
+// to int16: at most 2 * 63 * 127 < 2^15), then vpdpwssd with the 16- or 32-value group's scale
+// accumulates into int32; one horizontal sum per super-block, as the order wants.
+#include "src/kernels/fp_contract_off.hpp"  // must stay first
+
+#include <cstdint>
+#include <cstring>
+
+#include "src/encoded/builtin.hpp"
+#include "src/encoded/qdot.hpp"
+#include "src/matmul/matmul_common.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// g++ 12 reports the AVX-512 intrinsics' own "undefined" operands as maybe uninitialized, and
+// warns that vector arguments change the ABI (these functions are internal and inlined).
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+#include <immintrin.h>
+#define CT_QDOT_AVX512 1
+#define CT_AVX512_VNNI __attribute__((target("avx2,fma,f16c,bmi,bmi2,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#endif
+
+namespace ct::detail::encoded {
+
+#if CT_QDOT_AVX512
+namespace {
+
+template <bool kFused>
+CT_AVX512_VNNI inline __m512 MulAdd16(__m512 a, __m512 b, __m512 c) {
+  if constexpr (kFused) {
+    return _mm512_fmadd_ps(a, b, c);
+  } else {
+    __m512 p = _mm512_mul_ps(a, b);
+    asm("" : "+v"(p));  // keep the product out of reach of contraction
+    return _mm512_add_ps(c, p);
+  }
+}
+
+// Two blocks' partials (blocks at b0 and b1, their 64 activation quants at x): int32 lanes
+// 0..7 block b0's, 8..15 block b1's. q8_0: (w + 128) * x; q4_0: nibble * x.
+template <bool kQ4>
+CT_AVX512_VNNI inline __m512i PairPartials(const unsigned char* b0, const unsigned char* b1, const std::int8_t* x) {
+  const __m512i xv = _mm512_loadu_si512(x);
+  if constexpr (kQ4) {
+    // Each block's 16 bytes twice (low nibbles = values 0..15, high = 16..31): [b0 b0 b1 b1],
+    // the second copy of each shifted right by 4 in its 64-bit lanes, then the low nibble.
+    const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2)));
+    const __m256i hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + 2)));
+    const __m512i bytes = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    const __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(bytes, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)),
+                                         _mm512_set1_epi8(0x0f));
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), nib, xv);
+  } else {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2));
+    const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80))), xv);
+  }
+}
+
+// Sixteen blocks' integer dots, block j in lane j, from p[i] = PairPartials(blocks 2i, 2i + 1).
+// Per 128-bit lane c, pair32 then pair64 leave [s(p0,c) s(p1,c) s(p2,c) s(p3,c)] (s: the sum of
+// the four int32s of p's lane c); block 2i is lanes 0-1 of p[i], block 2i + 1 lanes 2-3.
+CT_AVX512_VNNI inline __m512i pair32(__m512i a, __m512i b) {
+  return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+}
+CT_AVX512_VNNI inline __m512i pair64(__m512i a, __m512i b) {
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+}
+CT_AVX512_VNNI inline __m512i FoldSixteen(const __m512i* p) {
+  const __m512i lo = pair64(pair32(p[0], p[1]), pair32(p[2], p[3]));  // blocks 0..7
+  const __m512i hi = pair64(pair32(p[4], p[5]), pair32(p[6], p[7]));  // blocks 8..15
+  // [lo0 lo2 hi0 hi2] + [lo1 lo3 hi1 hi3]: blocks 0 2 4 6 | 1 3 5 7 | 8 10 12 14 | 9 11 13 15
+  const __m512i s = _mm512_add_epi32(_mm512_shuffle_i32x4(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)),
+                                     _mm512_shuffle_i32x4(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), s);
+}
+
+// lanes = muladd(d_w * d_x, float(isum), lanes) for the sixteen blocks at w (activation blocks
+// from block index g of x). Integer bounds: a partial's four products at most 4 * 255 * 127;
+// a block's sum at most 32 * 255 * 127 before the correction; 128 * (sum of 32 quants) < 2^20.
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI inline __m512 Group16(const unsigned char* w, const std::int8_t* xq, const float* xd, const std::int16_t* sums,
+                                     __m512 lanes) {
+  constexpr int wbytes = kQ4 ? static_cast<int>(q4_0_bytes) : static_cast<int>(q8_0_bytes);
+  __m512i part[8];
+  for (int i = 0; i < 8; ++i) part[i] = PairPartials<kQ4>(w + 2 * i * wbytes, w + (2 * i + 1) * wbytes, xq + 64 * i);
+  // sums[2j] + sums[2j + 1]: block j's activation quant sum, times 8 (q4_0) or 128 (q8_0).
+  const __m512i offset = _mm512_madd_epi16(_mm512_loadu_si512(sums), _mm512_set1_epi16(kQ4 ? 8 : 128));
+  const __m512i isum = _mm512_sub_epi32(FoldSixteen(part), offset);
+  // The sixteen float16 scales, put together four at a time in general registers (the integer
+  // pipes are idle here; a vpgatherdd is microcoded on AMD cores and measured slower).
+  std::uint64_t q[4];
+  for (int i = 0; i < 4; ++i) {
+    const unsigned char* b = w + 4 * i * wbytes;
+    q[i] = static_cast<std::uint64_t>(load_u16_le(b)) | (static_cast<std::uint64_t>(load_u16_le(b + wbytes)) << 16) |
+           (static_cast<std::uint64_t>(load_u16_le(b + 2 * wbytes)) << 32) |
+           (static_cast<std::uint64_t>(load_u16_le(b + 3 * wbytes)) << 48);
+  }
+  const __m256i bits = _mm256_setr_epi64x(static_cast<long long>(q[0]), static_cast<long long>(q[1]),
+                                          static_cast<long long>(q[2]), static_cast<long long>(q[3]));
+  const __m512 scale = _mm512_mul_ps(_mm512_cvtph_ps(bits), _mm512_loadu_ps(xd));
+  return MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), lanes);
+}
+
+// Prefetches the `bytes` weight bytes x.prefetch_bytes past w (the next rows' when past the row's
+// end: a matrix's rows are contiguous; a prefetch cannot fault, so an address past the end is
+// harmless). Speed only.
+CT_AVX512_VNNI inline void PrefetchAhead(const unsigned char* w, index_t bytes, const qactivation& x) {
+  if (x.prefetch_bytes == 0) return;
+  const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(w) + static_cast<std::uintptr_t>(x.prefetch_bytes);
+  for (index_t c = 0; c < bytes; c += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::uintptr_t>(c)), _MM_HINT_T0);
+}
+
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI inline float Dot32(const unsigned char* w, const qactivation& x, index_t blocks) {
+  constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
+  __m512 lanes = _mm512_setzero_ps();
+  index_t g = 0;
+  for (; g + 16 <= blocks; g += 16) {
+    PrefetchAhead(w + g * wbytes, 16 * wbytes, x);
+    lanes = Group16<kQ4, kFused>(w + g * wbytes, x.q + g * 32, x.d + g, x.sums + 2 * g, lanes);
+  }
+  if (g < blocks) {
+    // The last blocks, zero padded to sixteen (zero quants and scales add nothing to the integer
+    // sums); the lanes past the row's end keep their value.
+    const index_t nb = blocks - g;
+    alignas(64) unsigned char wt[16 * wbytes] = {};
+    alignas(64) std::int8_t xt[16 * 32] = {};
+    alignas(64) float dt[16] = {};
+    alignas(64) std::int16_t st[32] = {};
+    std::memcpy(wt, w + g * wbytes, static_cast<std::size_t>(nb * wbytes));
+    std::memcpy(xt, x.q + g * 32, static_cast<std::size_t>(nb * 32));
+    std::memcpy(dt, x.d + g, static_cast<std::size_t>(nb) * sizeof(float));
+    std::memcpy(st, x.sums + 2 * g, static_cast<std::size_t>(nb) * 2 * sizeof(std::int16_t));
+    const __m512 updated = Group16<kQ4, kFused>(wt, xt, dt, st, lanes);
+    lanes = _mm512_mask_mov_ps(lanes, static_cast<__mmask16>((1u << nb) - 1), updated);
+  }
+  // fold_lanes' pairwise tree: lane l += lane l + w for w = 8, 4, 2, 1.
+  const __m256 w8 = _mm256_add_ps(_mm512_castps512_ps256(lanes), _mm512_extractf32x8_ps(lanes, 1));
+  const __m128 w4 = _mm_add_ps(_mm256_castps256_ps128(w8), _mm256_extractf128_ps(w8, 1));
+  const __m128 w2 = _mm_add_ps(w4, _mm_movehl_ps(w4, w4));
+  return _mm_cvtss_f32(_mm_add_ss(w2, _mm_shuffle_ps(w2, w2, 1)));
+}
+
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI float QDot32(const unsigned char* w, const qactivation& x, index_t blocks) {
+  return Dot32<kQ4, kFused>(w, x, blocks);
+}
+
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
+                               float* y, index_t y_stride) {
+  for (index_t r = 0; r < rows; ++r) y[r * y_stride] = Dot32<kQ4, kFused>(w + static_cast<std::size_t>(r) * row_bytes, x, blocks);
+}
+
+// A float16 scale widened by F16C (exact, as f16_bits_to_float; the library function's branches
+// for subnormals were a measurable part of a K super-block's time).
+CT_AVX512_VNNI inline float ScaleAt(const unsigned char* p) { return _cvtsh_ss(load_u16_le(p)); }
+
+// The sum of v's eight int32 lanes (exact in any order).
+CT_AVX512_VNNI inline std::int32_t HSum8(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+CT_AVX512_VNNI inline __m256i Halve(__m512i v) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+// q4_K: a super-block's eight 6-bit scales and mins, unpacked from its 12 bytes with 32-bit
+// operations (docs/encoded.md draws the packing): bytes 0..3 hold scales 0..3 and the top bits
+// of scales 4..7, bytes 4..7 the same for the mins, bytes 8..11 the low nibbles of scales 4..7
+// (low half) and mins 4..7 (high half). Byte j of the result: sub-block j's value.
+inline void q4_K_unpack(const unsigned char* p, std::uint64_t& scales, std::uint64_t& mins) noexcept {
+  std::uint32_t w0, w1, w2;
+  std::memcpy(&w0, p, 4);
+  std::memcpy(&w1, p + 4, 4);
+  std::memcpy(&w2, p + 8, 4);
+  const std::uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | (((w0 >> 6) & 0x03030303u) << 4);
+  const std::uint32_t m_hi = ((w2 >> 4) & 0x0f0f0f0fu) | (((w1 >> 6) & 0x03030303u) << 4);
+  scales = (w0 & 0x3f3f3f3fu) | (static_cast<std::uint64_t>(sc_hi) << 32);
+  mins = (w1 & 0x3f3f3f3fu) | (static_cast<std::uint64_t>(m_hi) << 32);
+}
+
+// q4_K: per 64-value chunk c, its 32 bytes twice, [low nibbles | high nibbles] = sub-blocks 2c
+// and 2c + 1, against 64 consecutive activation quants; pairs times the sub-block's scale as
+// int16 (vpshufb picks scale bytes 2c and 2c + 1 into the two halves). A_s at most
+// 256 * 15 * 127 * 63, B_s at most 256 * 127 * 63.
+template <bool kFused>
+CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
+  const __m512i shifts = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4), low = _mm512_set1_epi8(0x0f);
+  // int16 lanes 0..15 take scale byte 2c, lanes 16..31 byte 2c + 1 (0x80: a zero high byte).
+  __m512i pick[4];
+  for (int c = 0; c < 4; ++c) {
+    const std::uint64_t a = 0x8000800080008000ull | (0x0001000100010001ull * static_cast<std::uint64_t>(2 * c));
+    const std::uint64_t b = 0x8000800080008000ull | (0x0001000100010001ull * static_cast<std::uint64_t>(2 * c + 1));
+    pick[c] = _mm512_setr_epi64(static_cast<long long>(a), static_cast<long long>(a), static_cast<long long>(a),
+                                static_cast<long long>(a), static_cast<long long>(b), static_cast<long long>(b),
+                                static_cast<long long>(b), static_cast<long long>(b));
+  }
+  float acc = 0.0f;
+  for (index_t s = 0; s < blocks; ++s, w += q4_K_bytes) {
+    const std::int8_t* xq = x.q + s * 256;
+    std::uint64_t sc8, m8;
+    q4_K_unpack(w + 4, sc8, m8);
+    const __m512i scb = _mm512_broadcast_i32x4(_mm_cvtsi64_si128(static_cast<long long>(sc8)));
+    // Two accumulators (chunks 0, 2 and 1, 3): a chain of four vpdpwssd was the loop's latency.
+    __m512i acc2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (int c = 0; c < 4; ++c) {
+      const __m512i bytes = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c)));
+      const __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(bytes, shifts), low);
+      const __m512i pairs = _mm512_maddubs_epi16(nib, _mm512_loadu_si512(xq + 64 * c));
+      acc2[c % 2] = _mm512_dpwssd_epi32(acc2[c % 2], pairs, _mm512_shuffle_epi8(scb, pick[c]));
+    }
+    const __m512i a = _mm512_add_epi32(acc2[0], acc2[1]);
+    // B_s: m_j * (sums[2j] + sums[2j + 1]), the mins as int16 pairs [m0 m0 m1 m1 ...].
+    const __m128i mb = _mm_cvtsi64_si128(static_cast<long long>(m8));
+    const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));
+    const __m256i bv = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums + s * 16)), m16);
+    const float dx = x.d[s];
+    acc = mm::muladd<kFused>(dx * ScaleAt(w), static_cast<float>(HSum8(Halve(a))), acc);
+    acc = mm::muladd<kFused>(-(dx * ScaleAt(w + 2)), static_cast<float>(HSum8(bv)), acc);
+  }
+  return acc;
+}
+
+// q6_K: per 128-value half h, ql's 64 bytes [l0 | l1] and qh's 32 bytes twice: quarters 0 and 1
+// are the low nibbles with qh's bits 0-1 and 2-3, quarters 2 and 3 the high nibbles with bits
+// 4-5 and 6-7 (one register each, against 64 consecutive activation quants). Each register
+// spans four 16-value scale groups: int16 lanes 8i..8i+7 take group 4r + i's scale (vpermw).
+// A_s at most 256 * 63 * 127 * 128 before the "- 32" (32 * sum_g sc_g * sums_g) comes off.
+template <bool kFused>
+CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index_t blocks) {
+  const __m512i low = _mm512_set1_epi8(0x0f), three = _mm512_set1_epi8(0x03);
+  const __m512i shift01 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2), shift23 = _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6);
+  __m512i group[4];
+  for (int r = 0; r < 4; ++r) {
+    alignas(64) std::int16_t idx[32];
+    for (int l = 0; l < 32; ++l) idx[l] = static_cast<std::int16_t>(4 * r + l / 8);
+    group[r] = _mm512_load_si512(idx);
+  }
+  float acc = 0.0f;
+  for (index_t s = 0; s < blocks; ++s, w += q6_K_bytes) {
+    const std::int8_t* xq = x.q + s * 256;
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192)));
+    const __m512i scz = _mm512_castsi256_si512(sc16);
+    __m512i a[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // two chains of vpdpwssd, not one
+    for (int h = 0; h < 2; ++h) {
+      const __m512i l = _mm512_loadu_si512(w + 64 * h);
+      const __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 128 + 32 * h)));
+      const __m512i q01 = _mm512_or_si512(_mm512_and_si512(l, low),
+                                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi64(hb, shift01), three), 4));
+      const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low),
+                                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi64(hb, shift23), three), 4));
+      const __m512i p01 = _mm512_maddubs_epi16(q01, _mm512_loadu_si512(xq + 128 * h));
+      const __m512i p23 = _mm512_maddubs_epi16(q23, _mm512_loadu_si512(xq + 128 * h + 64));
+      a[0] = _mm512_dpwssd_epi32(a[0], p01, _mm512_permutexvar_epi16(group[2 * h], scz));
+      a[1] = _mm512_dpwssd_epi32(a[1], p23, _mm512_permutexvar_epi16(group[2 * h + 1], scz));
+    }
+    const __m256i off = _mm256_madd_epi16(sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums + s * 16)));
+    const std::int32_t total = HSum8(_mm256_sub_epi32(Halve(_mm512_add_epi32(a[0], a[1])), _mm256_slli_epi32(off, 5)));
+    acc = mm::muladd<kFused>(x.d[s] * ScaleAt(w + 208), static_cast<float>(total), acc);
+  }
+  return acc;
+}
+
+template <bool kFused>
+qdot_fn kernel_for(qformat f) {
+  switch (f) {
+    case qformat::q8_0: return &QDot32<false, kFused>;
+    case qformat::q4_0: return &QDot32<true, kFused>;
+    case qformat::q4_K: return &QDotQ4K<kFused>;
+    case qformat::q6_K: return &QDotQ6K<kFused>;
+  }
+  return nullptr;
+}
+
+bool cpu_has_vnni() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  }();
+  return has;
+}
+
+}  // namespace
+
+qdot_fn avx512_qdot(qformat f, bool fused) {
+  if (!cpu_has_vnni()) return nullptr;
+  return fused ? kernel_for<true>(f) : kernel_for<false>(f);
+}
+
+qdot_rows_fn avx512_qdot_rows(qformat f, bool fused) {
+  if (!cpu_has_vnni()) return nullptr;
+  switch (f) {
+    case qformat::q8_0: return fused ? &QDot32Rows<false, true> : &QDot32Rows<false, false>;
+    case qformat::q4_0: return fused ? &QDot32Rows<true, true> : &QDot32Rows<true, false>;
+    default: return nullptr;
+  }
+}
+
+#else
+
+qdot_fn avx512_qdot(qformat, bool) { return nullptr; }
+qdot_rows_fn avx512_qdot_rows(qformat, bool) { return nullptr; }
+
+#endif
+
+}  // namespace ct::detail::encoded
