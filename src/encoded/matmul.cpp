@@ -188,6 +188,19 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
       }
   }
   const auto wrow = [&](index_t b, index_t ni) { return w.row((q.w_batched ? b : 0) * q.n + ni); };
+  // Prompt-sized x·wᵀ with a tile kernel (q8_0 / q4_0 on AVX-512 VNNI): the activations laid
+  // out for it once here; a callback with at least tile_min_vectors of them runs its row blocks
+  // through the tile kernel (the same bits as the rows form, so the choice depends on nothing
+  // but speed). Below that, laying out the weight rows costs more than it saves.
+  constexpr index_t tile_min_vectors = 8;
+  const bool tiles = quantized && qdot.tile != nullptr && !p.vector && !q.groups_over_n && q.m >= tile_min_vectors;
+  detail::encoded::qtile_activations tiled;
+  if (tiles) {
+    detail::encoded::reserve_tile_activations(x_batches * q.m, k / 32, tiled);
+    for (index_t at = 0; at < x_batches * q.m; ++at)
+      detail::encoded::pack_tile_activations(aq.data() + at * k, ad.data() + at * scales_per_vector,
+                                             as.data() + at * sums_per_vector, qdot.tile_offset, at, tiled);
+  }
 
   // out(b, n, m) from a decoded weight row (exact) or the row's blocks (quantized).
   const auto element = [&](index_t b, index_t ni, index_t mi, const float* decoded, const settings& s) {
@@ -273,6 +286,12 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
         const index_t n1 = std::min(q.n, n0 + block_rows);
         if (!quantized)
           for (index_t ni = n0; ni < n1; ++ni) decode_into(b, ni, rows.data() + (ni - n0) * k);
+        if (tiles && m1 - m0 >= tile_min_vectors) {
+          const index_t v0 = (x_batches == 1 ? 0 : b) * q.m + m0;
+          qdot.tile(wrow(b, n0), w.row_bytes(), n1 - n0, tiled, v0, v0 + (m1 - m0), yd + b * q.yb + n0 * q.yn + m0 * q.ym, q.yn,
+                    q.ym);
+          continue;
+        }
         for (index_t mi = m0; mi < m1; ++mi)
           if (quantized)
             rows_of(b, n0, n1, mi);

@@ -111,7 +111,8 @@ qdot_kernel resolve_qdot(std::string_view format, const settings& s) {
   index_t block = 0;
   if (!quantized_format(format, f, block)) return {};
   if (s.backend == backend::simd)
-    if (qdot_fn fn = simd_qdot(f, fused)) return {fn, block, simd_qdot_rows(f, fused)};
+    if (qdot_fn fn = simd_qdot(f, fused))
+      return {fn, block, simd_qdot_rows(f, fused), simd_qdot_tile(f, fused), f == qformat::q8_0 ? 128 : 8};
   return portable_qdot(format, fused);
 }
 
@@ -146,6 +147,27 @@ void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* 
     int s = 0;
     for (int j = 0; j < 16; ++j) s += q[16 * g + j];
     sums[g] = static_cast<std::int16_t>(s);
+  }
+}
+
+void reserve_tile_activations(index_t vectors, index_t blocks, qtile_activations& out) {
+  out.blocks = blocks;
+  out.groups = (blocks + 15) / 16;
+  out.vectors = vectors;
+  out.q.assign(static_cast<std::size_t>(out.groups * vectors * 512), 0);
+  out.start.assign(static_cast<std::size_t>(out.groups * vectors * 16), 0);
+  out.d.assign(static_cast<std::size_t>(out.groups * vectors * 16), 0.0f);
+}
+
+void pack_tile_activations(const std::int8_t* q, const float* d, const std::int16_t* sums, std::int32_t c, index_t v,
+                           qtile_activations& out) {
+  for (index_t b = 0; b < out.blocks; ++b) {
+    const index_t g = b / 16, j = b % 16, at = g * out.vectors + v;
+    std::int8_t* oq = out.q.data() + at * 512 + j * 4;
+    for (index_t i = 0; i < 8; ++i)
+      for (index_t l = 0; l < 4; ++l) oq[i * 64 + l] = q[32 * b + 4 * i + l];
+    out.start[static_cast<std::size_t>(at * 16 + j)] = -c * (sums[2 * b] + sums[2 * b + 1]);
+    out.d[static_cast<std::size_t>(at * 16 + j)] = d[b];
   }
 }
 

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "ct/core/index.hpp"
 #include "ct/exec/settings.hpp"
@@ -56,6 +57,34 @@ using qdot_fn = float (*)(const unsigned char* w, const qactivation& x, index_t 
 using qdot_rows_fn = void (*)(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x,
                               index_t blocks, float* y, index_t y_stride);
 
+/// Activation vectors laid out for a tile kernel (prompt-sized x·wᵀ), made once per call before
+/// scheduling: groups of 16 activation blocks of 32 (the last zero padded), group-major (group
+/// g of every vector, then group g + 1: a tile's loads are then one base address and constant
+/// offsets). In group g of vector v, 64-byte register i holds in its 4-byte lane j the quants
+/// 4i..4i+3 of block 16g + j, so eight vpdpbusd against weights laid out alike leave block
+/// 16g + j's integer dot in lane j (no fold). start: -c * (block 16g + j's quant sum), where the
+/// accumulators start, to take off the term the weights' unsigned form adds (c = 128 for q8_0's
+/// w + 128, 8 for q4_0's nibbles); d: the blocks' scales (0 past the end).
+struct qtile_activations {
+  index_t blocks = 0, groups = 0, vectors = 0;
+  std::vector<std::int8_t> q;       // [group][vector][512]
+  std::vector<std::int32_t> start;  // [group][vector][16]
+  std::vector<float> d;             // [group][vector][16]
+};
+
+/// Sizes `out` for `vectors` activation vectors of `blocks` blocks of 32 (zero filled).
+void reserve_tile_activations(index_t vectors, index_t blocks, qtile_activations& out);
+/// Lays out activation vector v (quants q, scales d, sums of 16 as quantize_activation gives
+/// them) into out, with offset factor c.
+void pack_tile_activations(const std::int8_t* q, const float* d, const std::int16_t* sums, std::int32_t c, index_t v,
+                           qtile_activations& out);
+
+/// y[r * y_row + (v - v0) * y_vec] = dot(weight row r, activation vector v) for r < rows and
+/// v0 <= v < v1 — each the same value as the format's fn; the weight rows are laid out like the
+/// activations into the kernel's own scratch first (worth it from a few vectors on).
+using qdot_tile_fn = void (*)(const unsigned char* w, std::size_t row_bytes, index_t rows, const qtile_activations& x,
+                              index_t v0, index_t v1, float* y, index_t y_row, index_t y_vec);
+
 /// A format's quantized-mode kernel and the activation blocks it wants: 32 (q8_0, q4_0: each
 /// activation block is a q8_0 block, its scale the block's float16 scale widened) or 256 (q4_K,
 /// q6_K: scale = max|x| / 127 in float). `rows`, where the target has one (else nullptr: call
@@ -64,6 +93,8 @@ struct qdot_kernel {
   qdot_fn fn = nullptr;
   index_t activation_block = 0;
   qdot_rows_fn rows = nullptr;
+  qdot_tile_fn tile = nullptr;    // where the target has one (q8_0, q4_0 with AVX-512 VNNI)
+  std::int32_t tile_offset = 0;   // its activations' offset factor c (qtile_activations)
   explicit operator bool() const noexcept { return fn != nullptr; }
   void run_rows(const unsigned char* w, std::size_t row_bytes, index_t n, const qactivation& x, index_t blocks, float* y,
                 index_t y_stride) const {
@@ -96,6 +127,9 @@ qdot_rows_fn simd_qdot_rows(qformat f, bool fused);
 // nullptr where the CPU has no AVX-512 VNNI (or is not x86), and a rows form for q8_0 / q4_0.
 qdot_fn avx512_qdot(qformat f, bool fused);
 qdot_rows_fn avx512_qdot_rows(qformat f, bool fused);
+qdot_tile_fn avx512_qdot_tile(qformat f, bool fused);
+// The simd entry of the tile kernels: the current target's, or nullptr.
+qdot_tile_fn simd_qdot_tile(qformat f, bool fused);
 // The simd quantizer of 32-value activation blocks (q and d as quantize_activation gives them);
 // false where the target has none (nothing written then).
 bool simd_quantize32(const float* v, index_t blocks, std::int8_t* q, float* d);

@@ -21,7 +21,10 @@
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "src/encoded/builtin.hpp"
 #include "src/encoded/qdot.hpp"
@@ -123,6 +126,14 @@ CT_AVX512_VNNI inline __m512 Group16(const unsigned char* w, const std::int8_t* 
   return MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), lanes);
 }
 
+// fold_lanes' pairwise tree: lane l += lane l + w for w = 8, 4, 2, 1.
+CT_AVX512_VNNI inline float FoldLanes(__m512 lanes) {
+  const __m256 w8 = _mm256_add_ps(_mm512_castps512_ps256(lanes), _mm512_extractf32x8_ps(lanes, 1));
+  const __m128 w4 = _mm_add_ps(_mm256_castps256_ps128(w8), _mm256_extractf128_ps(w8, 1));
+  const __m128 w2 = _mm_add_ps(w4, _mm_movehl_ps(w4, w4));
+  return _mm_cvtss_f32(_mm_add_ss(w2, _mm_shuffle_ps(w2, w2, 1)));
+}
+
 // Prefetches the `bytes` weight bytes x.prefetch_bytes past w (the next rows' when past the row's
 // end: a matrix's rows are contiguous; a prefetch cannot fault, so an address past the end is
 // harmless). Speed only.
@@ -157,11 +168,7 @@ CT_AVX512_VNNI inline float Dot32(const unsigned char* w, const qactivation& x, 
     const __m512 updated = Group16<kQ4, kFused>(wt, xt, dt, st, lanes);
     lanes = _mm512_mask_mov_ps(lanes, static_cast<__mmask16>((1u << nb) - 1), updated);
   }
-  // fold_lanes' pairwise tree: lane l += lane l + w for w = 8, 4, 2, 1.
-  const __m256 w8 = _mm256_add_ps(_mm512_castps512_ps256(lanes), _mm512_extractf32x8_ps(lanes, 1));
-  const __m128 w4 = _mm_add_ps(_mm256_castps256_ps128(w8), _mm256_extractf128_ps(w8, 1));
-  const __m128 w2 = _mm_add_ps(w4, _mm_movehl_ps(w4, w4));
-  return _mm_cvtss_f32(_mm_add_ss(w2, _mm_shuffle_ps(w2, w2, 1)));
+  return FoldLanes(lanes);
 }
 
 template <bool kQ4, bool kFused>
@@ -288,6 +295,132 @@ CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index
   return acc;
 }
 
+
+// ---- The tile kernels (prompt-sized x·wᵀ): weight rows laid out like qtile_activations, so
+// eight vpdpbusd give sixteen blocks' integer dots in their lanes with no fold, and a tile of
+// kRows weight rows x kVecs activation vectors shares every load.
+
+// Weight rows -> the activations' layout: group-major ([group][row][512] and [group][row][16]),
+// lane j of register i: bytes 4i..4i+3 of block 16g + j in unsigned form (w ^ 0x80, or the
+// nibbles), and the 16 scales as floats; q and d zero filled by the caller (the padding blocks).
+template <bool kQ4>
+CT_AVX512_VNNI void PackWeightRows(const unsigned char* w, std::size_t row_bytes, index_t rows, index_t blocks, std::uint8_t* q,
+                                   float* d) {
+  constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
+  for (index_t r = 0; r < rows; ++r) {
+    const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
+    for (index_t b = 0; b < blocks; ++b) {
+      const unsigned char* blk = row + b * wbytes;
+      __m256i u;
+      if constexpr (kQ4) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)), low = _mm_set1_epi8(0x0f);
+        u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), low), _mm_and_si128(bytes, low));
+      } else {
+        u = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)), _mm256_set1_epi8(static_cast<char>(0x80)));
+      }
+      alignas(32) std::uint32_t dw[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(dw), u);
+      const index_t at = (b / 16) * rows + r;
+      std::uint8_t* group = q + at * 512 + (b % 16) * 4;
+      for (int i = 0; i < 8; ++i) std::memcpy(group + 64 * i, &dw[i], 4);
+      d[at * 16 + b % 16] = ScaleAt(blk);
+    }
+  }
+}
+
+// One group of sixteen blocks for kRows weight rows x kVecs activation vectors (w, wd, x, xs,
+// xd: the group's first row or vector, the others at constant offsets). The integer
+// accumulators start at the activations' -c * (quant sum), so after the eight vpdpbusd they hold
+// the blocks' integer dots; each weight and activation register is loaded once for all pairs.
+// kMasked: the row's last, partial group (lanes past the row's end keep their value, as Dot32's).
+template <bool kFused, bool kMasked, int kRows, int kVecs>
+CT_AVX512_VNNI inline void TileGroup(const std::uint8_t* w, const float* wd, const std::int8_t* x, const std::int32_t* xs,
+                                     const float* xd, __mmask16 keep, __m512 (&lanes)[kRows][kVecs]) {
+  __m512i acc[kRows][kVecs];
+  for (int t = 0; t < kVecs; ++t) {
+    const __m512i start = _mm512_loadu_si512(xs + 16 * t);
+    for (int r = 0; r < kRows; ++r) acc[r][t] = start;
+  }
+  for (int i = 0; i < 8; ++i) {
+    __m512i wv[kRows];
+    for (int r = 0; r < kRows; ++r) wv[r] = _mm512_loadu_si512(w + 512 * r + 64 * i);
+    for (int t = 0; t < kVecs; ++t) {
+      const __m512i xv = _mm512_loadu_si512(x + 512 * t + 64 * i);
+      for (int r = 0; r < kRows; ++r) acc[r][t] = _mm512_dpbusd_epi32(acc[r][t], wv[r], xv);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    const __m512 dw = _mm512_loadu_ps(wd + 16 * r);
+    for (int t = 0; t < kVecs; ++t) {
+      const __m512 scale = _mm512_mul_ps(dw, _mm512_loadu_ps(xd + 16 * t));
+      const __m512 updated = MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(acc[r][t]), lanes[r][t]);
+      lanes[r][t] = kMasked ? _mm512_mask_mov_ps(lanes[r][t], keep, updated) : updated;
+    }
+  }
+}
+
+// kRows weight rows (w, wd: at the first, `rows` in the layout) x kVecs activation vectors from
+// v, the float lanes in registers.
+template <bool kFused, int kRows, int kVecs>
+CT_AVX512_VNNI void Tile(const std::uint8_t* w, const float* wd, index_t rows, const qtile_activations& x, index_t v, float* y,
+                         index_t y_row, index_t y_vec) {
+  const index_t groups = x.groups, tail = x.blocks % 16, full = tail != 0 ? groups - 1 : groups;
+  const index_t xstep = x.vectors * 512, wstep = rows * 512;
+  const std::int8_t* xq = x.q.data() + v * 512;
+  const std::int32_t* xs = x.start.data() + v * 16;
+  const float* xd = x.d.data() + v * 16;
+  __m512 lanes[kRows][kVecs];
+  for (int r = 0; r < kRows; ++r)
+    for (int t = 0; t < kVecs; ++t) lanes[r][t] = _mm512_setzero_ps();
+  for (index_t g = 0; g < full; ++g, w += wstep, wd += rows * 16, xq += xstep, xs += x.vectors * 16, xd += x.vectors * 16)
+    TileGroup<kFused, false>(w, wd, xq, xs, xd, 0xffff, lanes);
+  if (tail != 0) TileGroup<kFused, true>(w, wd, xq, xs, xd, static_cast<__mmask16>((1u << tail) - 1), lanes);
+  for (int r = 0; r < kRows; ++r)
+    for (int t = 0; t < kVecs; ++t) y[r * y_row + t * y_vec] = FoldLanes(lanes[r][t]);
+}
+
+// Activation vectors v0..v1 against kRows weight rows, three at a time (4 x 3 accumulators and
+// 4 x 3 lanes: 24 of the 32 registers).
+template <bool kFused, int kRows>
+CT_AVX512_VNNI void TileRow(const std::uint8_t* w, const float* wd, index_t rows, const qtile_activations& x, index_t v0, index_t v1,
+                            float* y, index_t y_row, index_t y_vec) {
+  index_t v = v0;
+  for (; v + 3 <= v1; v += 3) Tile<kFused, kRows, 3>(w, wd, rows, x, v, y + (v - v0) * y_vec, y_row, y_vec);
+  switch (v1 - v) {
+    case 2: Tile<kFused, kRows, 2>(w, wd, rows, x, v, y + (v - v0) * y_vec, y_row, y_vec); break;
+    case 1: Tile<kFused, kRows, 1>(w, wd, rows, x, v, y + (v - v0) * y_vec, y_row, y_vec); break;
+    default: break;
+  }
+}
+
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI void QDotTile(const unsigned char* w, std::size_t row_bytes, index_t rows, const qtile_activations& x, index_t v0,
+                             index_t v1, float* y, index_t y_row, index_t y_vec) {
+  const index_t groups = x.groups;
+  std::vector<std::uint8_t> wq(static_cast<std::size_t>(groups * rows * 512));
+  std::vector<float> wd(static_cast<std::size_t>(groups * rows * 16));
+  PackWeightRows<kQ4>(w, row_bytes, rows, x.blocks, wq.data(), wd.data());
+  // Activation vectors in chunks that stay in L2 while every row passes them (32 of 4 KiB at
+  // K = 4096); a row quad's 16 KiB stays in L1 across a chunk.
+  const index_t chunk = std::max<index_t>(3, 131072 / std::max<index_t>(groups * 512, 1) / 3 * 3);
+  for (index_t c0 = v0; c0 < v1; c0 += chunk) {
+    const index_t c1 = std::min(v1, c0 + chunk);
+    float* yc = y + (c0 - v0) * y_vec;
+    index_t r = 0;
+    for (; r + 4 <= rows; r += 4) TileRow<kFused, 4>(wq.data() + r * 512, wd.data() + r * 16, rows, x, c0, c1, yc + r * y_row, y_row, y_vec);
+    const auto rest = [&](auto rows_left) {
+      TileRow<kFused, decltype(rows_left)::value>(wq.data() + r * 512, wd.data() + r * 16, rows, x, c0, c1, yc + r * y_row, y_row,
+                                                   y_vec);
+    };
+    switch (rows - r) {
+      case 3: rest(std::integral_constant<int, 3>{}); break;
+      case 2: rest(std::integral_constant<int, 2>{}); break;
+      case 1: rest(std::integral_constant<int, 1>{}); break;
+      default: break;
+    }
+  }
+}
+
 template <bool kFused>
 qdot_fn kernel_for(qformat f) {
   switch (f) {
@@ -324,8 +457,18 @@ qdot_rows_fn avx512_qdot_rows(qformat f, bool fused) {
   }
 }
 
+qdot_tile_fn avx512_qdot_tile(qformat f, bool fused) {
+  if (!cpu_has_vnni()) return nullptr;
+  switch (f) {
+    case qformat::q8_0: return fused ? &QDotTile<false, true> : &QDotTile<false, false>;
+    case qformat::q4_0: return fused ? &QDotTile<true, true> : &QDotTile<true, false>;
+    default: return nullptr;
+  }
+}
+
 #else
 
+qdot_tile_fn avx512_qdot_tile(qformat, bool) { return nullptr; }
 qdot_fn avx512_qdot(qformat, bool) { return nullptr; }
 qdot_rows_fn avx512_qdot_rows(qformat, bool) { return nullptr; }
 

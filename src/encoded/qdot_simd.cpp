@@ -341,6 +341,16 @@ qdot_rows_fn RowsFor(qformat, bool) { return nullptr; }
 
 #endif
 
+// The tile kernels: AVX-512 VNNI only (qdot_avx512.cpp).
+qdot_tile_fn TileFor(qformat f, bool fused) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  return avx512_qdot_tile(f, fused);
+#else
+  (void)f, (void)fused;
+  return nullptr;
+#endif
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace ct::detail::encoded
 HWY_AFTER_NAMESPACE();
@@ -351,6 +361,8 @@ HWY_EXPORT(QDotFor);
 qdot_fn simd_qdot(qformat f, bool fused) { return HWY_DYNAMIC_DISPATCH(QDotFor)(f, fused); }
 HWY_EXPORT(RowsFor);
 qdot_rows_fn simd_qdot_rows(qformat f, bool fused) { return HWY_DYNAMIC_DISPATCH(RowsFor)(f, fused); }
+HWY_EXPORT(TileFor);
+qdot_tile_fn simd_qdot_tile(qformat f, bool fused) { return HWY_DYNAMIC_DISPATCH(TileFor)(f, fused); }
 HWY_EXPORT(Quantize32);
 bool simd_quantize32(const float* v, index_t blocks, std::int8_t* q, float* d) {
   return HWY_DYNAMIC_DISPATCH(Quantize32)(v, blocks, q, d);

@@ -210,18 +210,55 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
       x(32 + j) = 0.0f;
       x(64 + j) = (j % 2 ? -1.0f : 1.0f) * 1e-40f * static_cast<float>(j + 1);
     }
+    // x·wᵀ with 13 activation vectors: the tile kernels where the CPU has them (from 8 vectors
+    // in one group range), 4 x 3 tiles and every remainder of rows (23 = 5 x 4 + 3) and vectors.
+    auto xt = ct::random_uniform<float>({13, k}, 9, -3.0f, 3.0f);
+    for (index_t j = 0; j < 32; ++j) xt(4, 32 + j) = 0.0f;
     for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
-      ct::tensor<float> ys, yms;
+      ct::tensor<float> ys, yms, yts;
       {
         ct::settings_scope s({ct::backend::scalar, p});
         ys = ct::matmul(w, x);
         yms = ct::matmul(w, xm);
+        yts = ct::matmul(xt, w.transpose());
       }
       ct::settings_scope s({ct::backend::simd, p});
       CHECK(ct_test::bitwise_equal(ct::matmul(w, x), ys));
       CHECK(ct_test::bitwise_equal(ct::matmul(w, xm), yms));
+      CHECK(ct_test::bitwise_equal(ct::matmul(xt, w.transpose()), yts));
     }
   }
+}
+
+TEST_CASE("quantized mode: prompt-sized x·wᵀ (the tile kernels) gives the portable kernels' bits", "[encoded][matmul]") {
+  // K = 4096 (eight groups of 16 blocks, no tail) and 4000 (a tail of 13 blocks): more vectors
+  // than one chunk of the tile kernel (32 at K = 4096), rows in 4s and a remainder, a strided
+  // destination; under the executors the callbacks get fewer vectors than the tile kernel
+  // takes and use the rows form, which must give the same bits.
+  for (const char* name : {"q8_0", "q4_0"})
+    for (index_t k : {4096, 4000}) {
+      INFO(name << " K " << k);
+      const auto w = ct::encode(ct::random_uniform<float>({7, k}, 21, -1.0f, 1.0f), ct::find_format(name));
+      const auto x = ct::random_uniform<float>({37, k}, 22, -2.0f, 2.0f);
+      for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+        ct::tensor<float> want;
+        {
+          ct::settings_scope s({ct::backend::scalar, p});
+          want = ct::matmul(x, w.transpose());
+        }
+        ct::settings_scope s({ct::backend::simd, p});
+        CHECK(ct_test::bitwise_equal(ct::matmul(x, w.transpose()), want));
+        auto wide = ct::zeros<float>({7, 37});
+        ct::matmul(x, w.transpose(), wide.transpose());
+        CHECK(ct_test::bitwise_equal(wide.transpose(), want));
+        ct_test::executor_zoo zoo;
+        for (auto& [ename, exec] : zoo.all()) {
+          INFO(ename);
+          ct::executor_scope scope(exec);
+          CHECK(ct_test::bitwise_equal(ct::matmul(x, w.transpose()), want));
+        }
+      }
+    }
 }
 
 TEST_CASE("exact mode with bf16 / f16 rows widened inside the dot product: the decoded path's bits", "[encoded][matmul]") {
