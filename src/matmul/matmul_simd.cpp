@@ -192,9 +192,39 @@ constexpr index_t packed_a_stride(index_t kc) {
 
 // B[k x n] -> panels of NR columns (zero padded), each k rows of NR values; panel q starts
 // at out + q * k * NR.
+// A B whose columns are contiguous (brs == 1: B is the transpose of a row-major W, as in
+// x·Wᵀ): per panel, a tile of NR columns x L steps of k is read as NR contiguous vectors (one
+// line each), stored to a small buffer and transposed out of L1. The element loop over strided
+// columns measured ~1.2 ns an element (a 4096x4096 Wᵀ: 20 ms of a 128-row product's 53).
+template <class T>
+void pack_b_columns(index_t k, index_t n, const T* b, index_t bcs, T* HWY_RESTRICT out) {
+  using G = geom<T>;
+  constexpr index_t NR = G::NR, L = G::L;
+  const typename G::D d;
+  alignas(64) T tile[NR * L];
+  for (index_t jr = 0; jr < n; jr += NR) {
+    const index_t nr = std::min(NR, n - jr);
+    T* panel = out + (jr / NR) * k * NR;
+    index_t p = 0;
+    for (; p + L <= k; p += L) {
+      for (index_t j = 0; j < nr; ++j) hn::Store(hn::LoadU(d, b + (jr + j) * bcs + p), d, tile + j * L);
+      for (index_t j = nr; j < NR; ++j) hn::Store(hn::Zero(d), d, tile + j * L);
+      T* dst = panel + p * NR;
+      for (index_t q = 0; q < L; ++q)
+        for (index_t j = 0; j < NR; ++j) dst[q * NR + j] = tile[j * L + q];
+    }
+    for (; p < k; ++p) {
+      T* dst = panel + p * NR;
+      for (index_t j = 0; j < nr; ++j) dst[j] = b[(jr + j) * bcs + p];
+      for (index_t j = nr; j < NR; ++j) dst[j] = T(0);
+    }
+  }
+}
+
 template <class T>
 void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY_RESTRICT out) {
   constexpr index_t NR = geom<T>::NR;
+  if (brs == 1 && bcs != 1) return pack_b_columns(k, n, b, bcs, out);
   for (index_t jr = 0; jr < n; jr += NR) {
     const index_t nr = std::min(NR, n - jr);
     T* panel = out + (jr / NR) * k * NR;
