@@ -188,20 +188,27 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
       }
   }
   const auto wrow = [&](index_t b, index_t ni) { return w.row((q.w_batched ? b : 0) * q.n + ni); };
-  // Prompt-sized x·wᵀ with a tile kernel (q8_0 / q4_0 on AVX-512 VNNI): the activations laid
-  // out for it once here; a callback with at least tile_min_vectors of them runs its row blocks
-  // through the tile kernel (the same bits as the rows form, so the choice depends on nothing
-  // but speed). Below that, laying out the weight rows costs more than it saves.
+  // Prompt-sized x·wᵀ with a tile kernel (q8_0 / q4_0 on AVX-512 VNNI), the same bits as the
+  // rows form, so the choice depends on nothing but speed. The activations are laid out for it
+  // once here. The weight rows too when an executor is bound (shared read-only by every
+  // callback, however small: a work-sharing executor hands out a few vectors at a time, and
+  // laying out the rows per callback then cost more than the kernel saved); run serially, the
+  // one callback lays out each row block as it comes (measured faster: the block is still in
+  // L2 when the kernel reads it). Below tile_min_vectors vectors the layout costs more than it
+  // saves.
   constexpr index_t tile_min_vectors = 8;
-  const bool tiles = quantized && qdot.tile != nullptr && !p.vector && !q.groups_over_n && q.m >= tile_min_vectors;
+  const bool tiles = quantized && qdot.tile != nullptr && qdot.tile_pack != nullptr && !p.vector && !q.groups_over_n &&
+                     !q.w_batched && q.m >= tile_min_vectors;
+  const bool shared_tiles = tiles && static_cast<bool>(current_executor());
   detail::encoded::qtile_activations tiled;
+  detail::encoded::qtile_weights tiled_w;
   if (tiles) {
     detail::encoded::reserve_tile_activations(x_batches * q.m, k / 32, tiled);
     for (index_t at = 0; at < x_batches * q.m; ++at)
       detail::encoded::pack_tile_activations(aq.data() + at * k, ad.data() + at * scales_per_vector,
                                              as.data() + at * sums_per_vector, qdot.tile_offset, at, tiled);
+    if (shared_tiles) qdot.tile_pack(w.row(0), w.row_bytes(), q.n, k / 32, tiled_w);
   }
-
   // out(b, n, m) from a decoded weight row (exact) or the row's blocks (quantized).
   const auto element = [&](index_t b, index_t ni, index_t mi, const float* decoded, const settings& s) {
     const index_t xbatch = x_batches == 1 ? 0 : b;
@@ -275,8 +282,9 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   // (exact mode) or the encoded rows themselves (quantized mode), so every m of the callback
   // finds them in cache after the first.
   const index_t row_scratch = quantized ? static_cast<index_t>(w.fmt().row_bytes(k)) : 4 * k;
-  const index_t block_rows = std::max<index_t>(
+  index_t block_rows = std::max<index_t>(
       1, std::min<index_t>(q.n, static_cast<index_t>(tuned.row_block_bytes) / std::max<index_t>(row_scratch, 1)));
+  if (tiles) block_rows = std::max<index_t>(4, block_rows / 4 * 4);  // the tile kernel's rows start at quads
   detail::schedule(op, q.batches * q.m, [&](index_t start, index_t end) {
     const settings s = current_settings();
     std::vector<float> rows(quantized ? 0 : static_cast<std::size_t>(block_rows * k));
@@ -286,10 +294,16 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
         const index_t n1 = std::min(q.n, n0 + block_rows);
         if (!quantized)
           for (index_t ni = n0; ni < n1; ++ni) decode_into(b, ni, rows.data() + (ni - n0) * k);
-        if (tiles && m1 - m0 >= tile_min_vectors) {
+        if (tiles && (shared_tiles || m1 - m0 >= tile_min_vectors)) {
           const index_t v0 = (x_batches == 1 ? 0 : b) * q.m + m0;
-          qdot.tile(wrow(b, n0), w.row_bytes(), n1 - n0, tiled, v0, v0 + (m1 - m0), yd + b * q.yb + n0 * q.yn + m0 * q.ym, q.yn,
-                    q.ym);
+          float* y0 = yd + b * q.yb + n0 * q.yn + m0 * q.ym;
+          if (shared_tiles) {
+            qdot.tile(tiled_w, n0, n1, tiled, v0, v0 + (m1 - m0), y0, q.yn, q.ym);
+          } else {
+            detail::encoded::qtile_weights block;
+            qdot.tile_pack(wrow(b, n0), w.row_bytes(), n1 - n0, k / 32, block);
+            qdot.tile(block, 0, n1 - n0, tiled, v0, v0 + (m1 - m0), y0, q.yn, q.ym);
+          }
           continue;
         }
         for (index_t mi = m0; mi < m1; ++mi)

@@ -112,7 +112,7 @@ qdot_kernel resolve_qdot(std::string_view format, const settings& s) {
   if (!quantized_format(format, f, block)) return {};
   if (s.backend == backend::simd)
     if (qdot_fn fn = simd_qdot(f, fused))
-      return {fn, block, simd_qdot_rows(f, fused), simd_qdot_tile(f, fused), f == qformat::q8_0 ? 128 : 8};
+      return {fn, block, simd_qdot_rows(f, fused), simd_qdot_tile_pack(f), simd_qdot_tile(f, fused), f == qformat::q8_0 ? 128 : 8};
   return portable_qdot(format, fused);
 }
 

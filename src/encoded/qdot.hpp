@@ -21,6 +21,7 @@
 
 #include "ct/core/index.hpp"
 #include "ct/exec/settings.hpp"
+#include "src/core/big_buffer.hpp"
 
 namespace ct::detail::encoded {
 
@@ -79,11 +80,23 @@ void reserve_tile_activations(index_t vectors, index_t blocks, qtile_activations
 void pack_tile_activations(const std::int8_t* q, const float* d, const std::int16_t* sums, std::int32_t c, index_t v,
                            qtile_activations& out);
 
-/// y[r * y_row + (v - v0) * y_vec] = dot(weight row r, activation vector v) for r < rows and
-/// v0 <= v < v1 — each the same value as the format's fn; the weight rows are laid out like the
-/// activations into the kernel's own scratch first (worth it from a few vectors on).
-using qdot_tile_fn = void (*)(const unsigned char* w, std::size_t row_bytes, index_t rows, const qtile_activations& x,
-                              index_t v0, index_t v1, float* y, index_t y_row, index_t y_vec);
+/// Weight rows laid out like qtile_activations, made once per call before scheduling (a shared,
+/// read-only copy: ~1.06x the q8_0 bytes, 2x the q4_0 bytes). Quads of 4 rows (the last zero
+/// padded), each quad's groups in order, each group the quad's 4 rows' 512 bytes (the weights'
+/// unsigned form: w ^ 0x80 for q8_0, the nibbles for q4_0) and their 16 scales as floats.
+struct qtile_weights {
+  index_t rows = 0, groups = 0;
+  big_buffer<std::uint8_t> q;  // [quad][group][4][512]
+  big_buffer<float> d;         // [quad][group][4][16]
+};
+
+/// Lays out `rows` weight rows (row_bytes apart) of `blocks` blocks into out.
+using qdot_tile_pack_fn = void (*)(const unsigned char* w, std::size_t row_bytes, index_t rows, index_t blocks,
+                                   qtile_weights& out);
+/// y[(r - r0) * y_row + (v - v0) * y_vec] = dot(weight row r, activation vector v) for
+/// r0 <= r < r1 (r0 a multiple of 4) and v0 <= v < v1 — each the same value as the format's fn.
+using qdot_tile_fn = void (*)(const qtile_weights& w, index_t r0, index_t r1, const qtile_activations& x, index_t v0, index_t v1,
+                              float* y, index_t y_row, index_t y_vec);
 
 /// A format's quantized-mode kernel and the activation blocks it wants: 32 (q8_0, q4_0: each
 /// activation block is a q8_0 block, its scale the block's float16 scale widened) or 256 (q4_K,
@@ -93,8 +106,9 @@ struct qdot_kernel {
   qdot_fn fn = nullptr;
   index_t activation_block = 0;
   qdot_rows_fn rows = nullptr;
-  qdot_tile_fn tile = nullptr;    // where the target has one (q8_0, q4_0 with AVX-512 VNNI)
-  std::int32_t tile_offset = 0;   // its activations' offset factor c (qtile_activations)
+  qdot_tile_pack_fn tile_pack = nullptr;  // the tile kernels, where the target has them (q8_0,
+  qdot_tile_fn tile = nullptr;            // q4_0 with AVX-512 VNNI), and their activations'
+  std::int32_t tile_offset = 0;           // offset factor c (qtile_activations)
   explicit operator bool() const noexcept { return fn != nullptr; }
   void run_rows(const unsigned char* w, std::size_t row_bytes, index_t n, const qactivation& x, index_t blocks, float* y,
                 index_t y_stride) const {
@@ -128,8 +142,10 @@ qdot_rows_fn simd_qdot_rows(qformat f, bool fused);
 qdot_fn avx512_qdot(qformat f, bool fused);
 qdot_rows_fn avx512_qdot_rows(qformat f, bool fused);
 qdot_tile_fn avx512_qdot_tile(qformat f, bool fused);
+qdot_tile_pack_fn avx512_qdot_tile_pack(qformat f);
 // The simd entry of the tile kernels: the current target's, or nullptr.
 qdot_tile_fn simd_qdot_tile(qformat f, bool fused);
+qdot_tile_pack_fn simd_qdot_tile_pack(qformat f);
 // The simd quantizer of 32-value activation blocks (q and d as quantize_activation gives them);
 // false where the target has none (nothing written then).
 bool simd_quantize32(const float* v, index_t blocks, std::int8_t* q, float* d);

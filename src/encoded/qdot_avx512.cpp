@@ -81,6 +81,23 @@ CT_AVX512_VNNI inline __m512i PairPartials(const unsigned char* b0, const unsign
   }
 }
 
+// One block's partials (lanes 0..7; lanes 8..15 zero): the last pair of a partial group, where
+// nothing past the block may be read.
+template <bool kQ4>
+CT_AVX512_VNNI inline __m512i SinglePartials(const unsigned char* b0, const std::int8_t* x) {
+  const __m512i xv = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+  __m512i w;
+  if constexpr (kQ4) {
+    const __m256i bytes = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2)));
+    w = _mm512_and_si512(_mm512_srlv_epi64(_mm512_zextsi256_si512(bytes), _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)),
+                         _mm512_set1_epi8(0x0f));
+  } else {
+    w = _mm512_xor_si512(_mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
+                         _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xv);  // x's upper half is zero
+}
+
 // Sixteen blocks' integer dots, block j in lane j, from p[i] = PairPartials(blocks 2i, 2i + 1).
 // Per 128-bit lane c, pair32 then pair64 leave [s(p0,c) s(p1,c) s(p2,c) s(p3,c)] (s: the sum of
 // the four int32s of p's lane c); block 2i is lanes 0-1 of p[i], block 2i + 1 lanes 2-3.
@@ -126,6 +143,29 @@ CT_AVX512_VNNI inline __m512 Group16(const unsigned char* w, const std::int8_t* 
   return MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), lanes);
 }
 
+// Group16 for the row's last nb < 16 blocks, reading nothing past them (weights, activation
+// quants, scales and sums); the lanes from nb on keep their value.
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI inline __m512 TailGroup(const unsigned char* w, const std::int8_t* xq, const float* xd, const std::int16_t* sums,
+                                       index_t nb, __m512 lanes) {
+  constexpr int wbytes = kQ4 ? static_cast<int>(q4_0_bytes) : static_cast<int>(q8_0_bytes);
+  __m512i part[8];
+  for (int i = 0; i < 8; ++i) {
+    if (2 * i + 1 < nb) part[i] = PairPartials<kQ4>(w + 2 * i * wbytes, w + (2 * i + 1) * wbytes, xq + 64 * i);
+    else if (2 * i < nb) part[i] = SinglePartials<kQ4>(w + 2 * i * wbytes, xq + 64 * i);
+    else part[i] = _mm512_setzero_si512();
+  }
+  const __mmask16 keep = static_cast<__mmask16>((1u << nb) - 1);
+  const __m512i offset = _mm512_madd_epi16(_mm512_maskz_loadu_epi16(static_cast<__mmask32>((1ull << (2 * nb)) - 1), sums),
+                                           _mm512_set1_epi16(kQ4 ? 8 : 128));
+  const __m512i isum = _mm512_sub_epi32(FoldSixteen(part), offset);
+  alignas(32) std::uint16_t bits[16] = {};
+  for (index_t j = 0; j < nb; ++j) bits[j] = load_u16_le(w + j * wbytes);
+  const __m512 scale = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(bits))),
+                                     _mm512_maskz_loadu_ps(keep, xd));
+  return _mm512_mask_mov_ps(lanes, keep, MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), lanes));
+}
+
 // fold_lanes' pairwise tree: lane l += lane l + w for w = 8, 4, 2, 1.
 CT_AVX512_VNNI inline float FoldLanes(__m512 lanes) {
   const __m256 w8 = _mm256_add_ps(_mm512_castps512_ps256(lanes), _mm512_extractf32x8_ps(lanes, 1));
@@ -161,23 +201,10 @@ CT_AVX512_VNNI inline void DotRows(const unsigned char* w, std::size_t row_bytes
       PrefetchAhead(row + g * wbytes, 16 * wbytes, x);
       lanes[r] = Group16<kQ4, kFused>(row + g * wbytes, x.q + g * 32, x.d + g, x.sums + 2 * g, lanes[r]);
     }
-  if (g < blocks) {
-    // The last blocks, zero padded to sixteen (zero quants and scales add nothing to the integer
-    // sums); the lanes past the row's end keep their value.
-    const index_t nb = blocks - g;
-    alignas(64) std::int8_t xt[16 * 32] = {};
-    alignas(64) float dt[16] = {};
-    alignas(64) std::int16_t st[32] = {};
-    std::memcpy(xt, x.q + g * 32, static_cast<std::size_t>(nb * 32));
-    std::memcpy(dt, x.d + g, static_cast<std::size_t>(nb) * sizeof(float));
-    std::memcpy(st, x.sums + 2 * g, static_cast<std::size_t>(nb) * 2 * sizeof(std::int16_t));
-    for (int r = 0; r < kRows; ++r) {
-      alignas(64) unsigned char wt[16 * wbytes] = {};
-      std::memcpy(wt, w + static_cast<std::size_t>(r) * row_bytes + g * wbytes, static_cast<std::size_t>(nb * wbytes));
-      const __m512 updated = Group16<kQ4, kFused>(wt, xt, dt, st, lanes[r]);
-      lanes[r] = _mm512_mask_mov_ps(lanes[r], static_cast<__mmask16>((1u << nb) - 1), updated);
-    }
-  }
+  if (g < blocks)
+    for (int r = 0; r < kRows; ++r)
+      lanes[r] = TailGroup<kQ4, kFused>(w + static_cast<std::size_t>(r) * row_bytes + g * wbytes, x.q + g * 32, x.d + g,
+                                        x.sums + 2 * g, blocks - g, lanes[r]);
   for (int r = 0; r < kRows; ++r) y[r * y_stride] = FoldLanes(lanes[r]);
 }
 
@@ -313,13 +340,26 @@ CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index
 // eight vpdpbusd give sixteen blocks' integer dots in their lanes with no fold, and a tile of
 // kRows weight rows x kVecs activation vectors shares every load.
 
-// Weight rows -> the activations' layout: group-major ([group][row][512] and [group][row][16]),
-// lane j of register i: bytes 4i..4i+3 of block 16g + j in unsigned form (w ^ 0x80, or the
-// nibbles), and the 16 scales as floats; q and d zero filled by the caller (the padding blocks).
+// Weight rows -> qtile_weights (qdot.hpp): lane j of register i of a row's group g holds bytes
+// 4i..4i+3 of block 16g + j in unsigned form (w ^ 0x80, or the nibbles); the padding (rows past
+// the last quad's end, blocks past the row's end) stays zero.
 template <bool kQ4>
-CT_AVX512_VNNI void PackWeightRows(const unsigned char* w, std::size_t row_bytes, index_t rows, index_t blocks, std::uint8_t* q,
-                                   float* d) {
+CT_AVX512_VNNI void PackTileWeights(const unsigned char* w, std::size_t row_bytes, index_t rows, index_t blocks, qtile_weights& out) {
   constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
+  const index_t groups = (blocks + 15) / 16, quads = (rows + 3) / 4;
+  out.rows = rows;
+  out.groups = groups;
+  out.q = big_buffer<std::uint8_t>(quads * groups * 4 * 512);
+  out.d = big_buffer<float>(quads * groups * 4 * 16);
+  // Zeros only where no block lands: the last group of every row when K ends inside it, and the
+  // rows past the end in the last quad (the whole buffer zeroed first was a second pass).
+  const index_t tail = blocks % 16;
+  for (index_t r = 0; r < quads * 4; ++r)
+    for (index_t g = r < rows ? (tail != 0 ? groups - 1 : groups) : 0; g < groups; ++g) {
+      const index_t at = ((r / 4) * groups + g) * 4 + r % 4;
+      std::memset(out.q.data() + at * 512, 0, 512);
+      std::memset(out.d.data() + at * 16, 0, 16 * sizeof(float));
+    }
   for (index_t r = 0; r < rows; ++r) {
     const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
     for (index_t b = 0; b < blocks; ++b) {
@@ -333,10 +373,10 @@ CT_AVX512_VNNI void PackWeightRows(const unsigned char* w, std::size_t row_bytes
       }
       alignas(32) std::uint32_t dw[8];
       _mm256_store_si256(reinterpret_cast<__m256i*>(dw), u);
-      const index_t at = (b / 16) * rows + r;
-      std::uint8_t* group = q + at * 512 + (b % 16) * 4;
+      const index_t at = ((r / 4) * groups + b / 16) * 4 + r % 4;
+      std::uint8_t* group = out.q.data() + at * 512 + (b % 16) * 4;
       for (int i = 0; i < 8; ++i) std::memcpy(group + 64 * i, &dw[i], 4);
-      d[at * 16 + b % 16] = ScaleAt(blk);
+      out.d.data()[at * 16 + b % 16] = ScaleAt(blk);
     }
   }
 }
@@ -406,30 +446,26 @@ CT_AVX512_VNNI void TileRow(const std::uint8_t* w, const float* wd, index_t rows
   }
 }
 
-template <bool kQ4, bool kFused>
-CT_AVX512_VNNI void QDotTile(const unsigned char* w, std::size_t row_bytes, index_t rows, const qtile_activations& x, index_t v0,
-                             index_t v1, float* y, index_t y_row, index_t y_vec) {
-  const index_t groups = x.groups;
-  std::vector<std::uint8_t> wq(static_cast<std::size_t>(groups * rows * 512));
-  std::vector<float> wd(static_cast<std::size_t>(groups * rows * 16));
-  PackWeightRows<kQ4>(w, row_bytes, rows, x.blocks, wq.data(), wd.data());
-  // Activation vectors in chunks that stay in L2 while every row passes them (32 of 4 KiB at
-  // K = 4096); a row quad's 16 KiB stays in L1 across a chunk.
+template <bool kFused>
+CT_AVX512_VNNI void QDotTile(const qtile_weights& w, index_t r0, index_t r1, const qtile_activations& x, index_t v0, index_t v1,
+                             float* y, index_t y_row, index_t y_vec) {
+  const index_t groups = x.groups, quad_q = groups * 4 * 512, quad_d = groups * 4 * 16;
+  // Activation vectors in chunks that stay in L2 while the rows pass them (32 of 4 KiB at
+  // K = 4096); a row quad's groups (16 KiB there) stay in L1 across a chunk.
   const index_t chunk = std::max<index_t>(3, 131072 / std::max<index_t>(groups * 512, 1) / 3 * 3);
   for (index_t c0 = v0; c0 < v1; c0 += chunk) {
     const index_t c1 = std::min(v1, c0 + chunk);
     float* yc = y + (c0 - v0) * y_vec;
-    index_t r = 0;
-    for (; r + 4 <= rows; r += 4) TileRow<kFused, 4>(wq.data() + r * 512, wd.data() + r * 16, rows, x, c0, c1, yc + r * y_row, y_row, y_vec);
-    const auto rest = [&](auto rows_left) {
-      TileRow<kFused, decltype(rows_left)::value>(wq.data() + r * 512, wd.data() + r * 16, rows, x, c0, c1, yc + r * y_row, y_row,
-                                                   y_vec);
-    };
-    switch (rows - r) {
-      case 3: rest(std::integral_constant<int, 3>{}); break;
-      case 2: rest(std::integral_constant<int, 2>{}); break;
-      case 1: rest(std::integral_constant<int, 1>{}); break;
-      default: break;
+    for (index_t r = r0; r < r1; r += 4) {
+      const std::uint8_t* wq = w.q.data() + (r / 4) * quad_q;
+      const float* wd = w.d.data() + (r / 4) * quad_d;
+      float* yr = yc + (r - r0) * y_row;
+      switch (std::min<index_t>(4, r1 - r)) {
+        case 4: TileRow<kFused, 4>(wq, wd, 4, x, c0, c1, yr, y_row, y_vec); break;
+        case 3: TileRow<kFused, 3>(wq, wd, 4, x, c0, c1, yr, y_row, y_vec); break;
+        case 2: TileRow<kFused, 2>(wq, wd, 4, x, c0, c1, yr, y_row, y_vec); break;
+        default: TileRow<kFused, 1>(wq, wd, 4, x, c0, c1, yr, y_row, y_vec); break;
+      }
     }
   }
 }
@@ -471,10 +507,15 @@ qdot_rows_fn avx512_qdot_rows(qformat f, bool fused) {
 }
 
 qdot_tile_fn avx512_qdot_tile(qformat f, bool fused) {
+  if (!cpu_has_vnni() || (f != qformat::q8_0 && f != qformat::q4_0)) return nullptr;
+  return fused ? &QDotTile<true> : &QDotTile<false>;
+}
+
+qdot_tile_pack_fn avx512_qdot_tile_pack(qformat f) {
   if (!cpu_has_vnni()) return nullptr;
   switch (f) {
-    case qformat::q8_0: return fused ? &QDotTile<false, true> : &QDotTile<false, false>;
-    case qformat::q4_0: return fused ? &QDotTile<true, true> : &QDotTile<true, false>;
+    case qformat::q8_0: return &PackTileWeights<false>;
+    case qformat::q4_0: return &PackTileWeights<true>;
     default: return nullptr;
   }
 }
@@ -482,6 +523,7 @@ qdot_tile_fn avx512_qdot_tile(qformat f, bool fused) {
 #else
 
 qdot_tile_fn avx512_qdot_tile(qformat, bool) { return nullptr; }
+qdot_tile_pack_fn avx512_qdot_tile_pack(qformat) { return nullptr; }
 qdot_fn avx512_qdot(qformat, bool) { return nullptr; }
 qdot_rows_fn avx512_qdot_rows(qformat, bool) { return nullptr; }
 

@@ -350,6 +350,14 @@ qdot_tile_fn TileFor(qformat f, bool fused) {
   return nullptr;
 #endif
 }
+qdot_tile_pack_fn TilePackFor(qformat f) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  return avx512_qdot_tile_pack(f);
+#else
+  (void)f;
+  return nullptr;
+#endif
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace ct::detail::encoded
@@ -363,6 +371,8 @@ HWY_EXPORT(RowsFor);
 qdot_rows_fn simd_qdot_rows(qformat f, bool fused) { return HWY_DYNAMIC_DISPATCH(RowsFor)(f, fused); }
 HWY_EXPORT(TileFor);
 qdot_tile_fn simd_qdot_tile(qformat f, bool fused) { return HWY_DYNAMIC_DISPATCH(TileFor)(f, fused); }
+HWY_EXPORT(TilePackFor);
+qdot_tile_pack_fn simd_qdot_tile_pack(qformat f) { return HWY_DYNAMIC_DISPATCH(TilePackFor)(f); }
 HWY_EXPORT(Quantize32);
 bool simd_quantize32(const float* v, index_t blocks, std::int8_t* q, float* d) {
   return HWY_DYNAMIC_DISPATCH(Quantize32)(v, blocks, q, d);

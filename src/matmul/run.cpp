@@ -10,11 +10,9 @@
 #include <string>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "ct/ct.hpp"
+#include "src/core/big_buffer.hpp"
 #include "src/kernels/convert.hpp"
 #include "src/matmul/byte_span.hpp"
 #include "src/matmul/kernels.hpp"
@@ -81,29 +79,13 @@ batch_walker make_walker(const plan& p, const tensor<TA>& a, const tensor<TB>& b
   return w;
 }
 
-/// A 64-byte aligned array, not initialised (packed B copies shared by all callbacks, which
-/// the packing writes in full; zeroing 4 MiB first cost a page-faulting memset per call).
-/// From 4 MiB on it is 2 MiB aligned and asks Linux for transparent huge pages (honoured in the
-/// usual "madvise" setting): x·Wᵀ with a 4096x4096 W packs 64 MiB per call, and its first-touch
-/// faults in 4 KiB pages were a third of prompt/sgemm's time on a VM (perf, Zen 5 guest).
+/// A packed B copy shared by all callbacks (which the packing writes in full; zeroing 4 MiB
+/// first cost a page-faulting memset per call): src/core/big_buffer.hpp.
 template <class T>
 struct aligned_buffer {
-  static constexpr std::size_t huge_from = std::size_t{4} << 20, huge_page = std::size_t{2} << 20;
-  struct release {
-    std::size_t alignment;
-    void operator()(T* p) const noexcept { ::operator delete(p, std::align_val_t{alignment}); }
-  };
-  std::unique_ptr<T, release> owner;
+  detail::big_buffer<T> owner;
   T* data = nullptr;
-  explicit aligned_buffer(index_t count) : owner(nullptr, release{64}) {
-    const std::size_t bytes = static_cast<std::size_t>(count > 0 ? count : 1) * sizeof(T);
-    const std::size_t alignment = bytes >= huge_from ? huge_page : 64;
-    owner = std::unique_ptr<T, release>(static_cast<T*>(::operator new(bytes, std::align_val_t{alignment})), release{alignment});
-    data = owner.get();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (bytes >= huge_from) ::madvise(data, bytes / huge_page * huge_page, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
-  }
+  explicit aligned_buffer(index_t count) : owner(count), data(owner.data()) {}
 };
 
 /// The element offset of batch f of b's own batch axes (row-major over all but the last two).
