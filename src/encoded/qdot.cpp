@@ -78,13 +78,7 @@ float qdot_q6_K(const unsigned char* w, const qactivation& x, index_t blocks) {
 
 template <bool kFused>
 qdot_fn portable_for(qformat f) {
-  switch (f) {
-    case qformat::q8_0: return &qdot_32<false, kFused>;
-    case qformat::q4_0: return &qdot_32<true, kFused>;
-    case qformat::q4_K: return &qdot_q4_K<kFused>;
-    case qformat::q6_K: return &qdot_q6_K<kFused>;
-  }
-  return nullptr;
+  return by_format(f, &qdot_32<false, kFused>, &qdot_32<true, kFused>, &qdot_q4_K<kFused>, &qdot_q6_K<kFused>);
 }
 
 bool quantized_format(std::string_view name, qformat& f, index_t& block) {

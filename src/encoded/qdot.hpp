@@ -133,6 +133,17 @@ void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* 
 /// The formats with a quantized mode, as indices for the simd entry.
 enum class qformat { q8_0, q4_0, q4_K, q6_K };
 
+/// The one of a backend's four kernels that serves format f.
+inline qdot_fn by_format(qformat f, qdot_fn q8_0, qdot_fn q4_0, qdot_fn q4_K, qdot_fn q6_K) noexcept {
+  switch (f) {
+    case qformat::q8_0: return q8_0;
+    case qformat::q4_0: return q4_0;
+    case qformat::q4_K: return q4_K;
+    case qformat::q6_K: return q6_K;
+  }
+  return nullptr;
+}
+
 // The simd entry (qdot_simd.cpp): the current target's kernel, or nullptr where it has none;
 // and its several-rows form, or nullptr.
 qdot_fn simd_qdot(qformat f, bool fused);

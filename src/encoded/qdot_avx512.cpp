@@ -472,13 +472,7 @@ CT_AVX512_VNNI void QDotTile(const qtile_weights& w, index_t r0, index_t r1, con
 
 template <bool kFused>
 qdot_fn kernel_for(qformat f) {
-  switch (f) {
-    case qformat::q8_0: return &QDot32<false, kFused>;
-    case qformat::q4_0: return &QDot32<true, kFused>;
-    case qformat::q4_K: return &QDotQ4K<kFused>;
-    case qformat::q6_K: return &QDotQ6K<kFused>;
-  }
-  return nullptr;
+  return by_format(f, &QDot32<false, kFused>, &QDot32<true, kFused>, &QDotQ4K<kFused>, &QDotQ6K<kFused>);
 }
 
 bool cpu_has_vnni() {

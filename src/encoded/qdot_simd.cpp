@@ -298,13 +298,7 @@ bool Quantize32(const float* v, index_t blocks, std::int8_t* q, float* d) {
 
 template <bool kFused>
 qdot_fn KernelFor(qformat f) {
-  switch (f) {
-    case qformat::q8_0: return &QDot32<false, kFused>;
-    case qformat::q4_0: return &QDot32<true, kFused>;
-    case qformat::q4_K: return &QDotQ4K<kFused>;
-    case qformat::q6_K: return &QDotQ6K<kFused>;
-  }
-  return nullptr;
+  return by_format(f, &QDot32<false, kFused>, &QDot32<true, kFused>, &QDotQ4K<kFused>, &QDotQ6K<kFused>);
 }
 
 qdot_fn QDotFor(qformat f, bool fused) {
