@@ -194,12 +194,15 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   // callback, however small: a work-sharing executor hands out a few vectors at a time, and
   // laying out the rows per callback then cost more than the kernel saved); run serially, the
   // one callback lays out each row block as it comes (measured faster: the block is still in
-  // L2 when the kernel reads it). Below tile_min_vectors vectors the layout costs more than it
-  // saves.
-  constexpr index_t tile_min_vectors = 8;
+  // L2 when the kernel reads it). With fewer vectors the layout costs more than it saves:
+  // measured with the Llama example's 15M model (K = 288 and 768) on a Zen 5 guest, prompts of
+  // 8 / 16 / 32 / 64 tokens against the rows form — serially the tiles won from 16, under a
+  // two-worker executor (one serial pass over all the rows first) from about 48.
+  constexpr index_t tile_min_serial = 16, tile_min_shared = 48;
+  const bool bound = static_cast<bool>(current_executor());
   const bool tiles = quantized && qdot.tile != nullptr && qdot.tile_pack != nullptr && !p.vector && !q.groups_over_n &&
-                     !q.w_batched && q.m >= tile_min_vectors;
-  const bool shared_tiles = tiles && static_cast<bool>(current_executor());
+                     !q.w_batched && q.m >= (bound ? tile_min_shared : tile_min_serial);
+  const bool shared_tiles = tiles && bound;
   detail::encoded::qtile_activations tiled;
   detail::encoded::qtile_weights tiled_w;
   if (tiles) {
@@ -294,7 +297,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
         const index_t n1 = std::min(q.n, n0 + block_rows);
         if (!quantized)
           for (index_t ni = n0; ni < n1; ++ni) decode_into(b, ni, rows.data() + (ni - n0) * k);
-        if (tiles && (shared_tiles || m1 - m0 >= tile_min_vectors)) {
+        if (tiles && (shared_tiles || m1 - m0 >= tile_min_serial)) {
           const index_t v0 = (x_batches == 1 ? 0 : b) * q.m + m0;
           float* y0 = yd + b * q.yb + n0 * q.yn + m0 * q.ym;
           if (shared_tiles) {

@@ -210,9 +210,9 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
       x(32 + j) = 0.0f;
       x(64 + j) = (j % 2 ? -1.0f : 1.0f) * 1e-40f * static_cast<float>(j + 1);
     }
-    // x·wᵀ with 13 activation vectors: the tile kernels where the CPU has them (from 8 vectors
-    // in one group range), 4 x 3 tiles and every remainder of rows (23 = 5 x 4 + 3) and vectors.
-    auto xt = ct::random_uniform<float>({13, k}, 9, -3.0f, 3.0f);
+    // x·wᵀ with 19 activation vectors: the tile kernels where the CPU has them (from 16 vectors
+    // run serially), 4 x 3 tiles and every remainder of rows (23 = 5 x 4 + 3) and vectors.
+    auto xt = ct::random_uniform<float>({19, k}, 9, -3.0f, 3.0f);
     for (index_t j = 0; j < 32; ++j) xt(4, 32 + j) = 0.0f;
     for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
       ct::tensor<float> ys, yms, yts;
@@ -233,13 +233,14 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
 TEST_CASE("quantized mode: prompt-sized x·wᵀ (the tile kernels) gives the portable kernels' bits", "[encoded][matmul]") {
   // K = 4096 (eight groups of 16 blocks, no tail) and 4000 (a tail of 13 blocks): more vectors
   // than one chunk of the tile kernel (32 at K = 4096), rows in 4s and a remainder, a strided
-  // destination; under the executors the callbacks get fewer vectors than the tile kernel
-  // takes and use the rows form, which must give the same bits.
+  // destination, a batch of activations against one w; serially the callback lays out its row
+  // blocks, under the executors the rows are laid out once and shared by callbacks of any size
+  // (53 vectors: above the shared layout's threshold of 48).
   for (const char* name : {"q8_0", "q4_0"})
     for (index_t k : {4096, 4000}) {
       INFO(name << " K " << k);
       const auto w = ct::encode(ct::random_uniform<float>({7, k}, 21, -1.0f, 1.0f), ct::find_format(name));
-      const auto x = ct::random_uniform<float>({37, k}, 22, -2.0f, 2.0f);
+      const auto x = ct::random_uniform<float>({53, k}, 22, -2.0f, 2.0f);
       for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
         ct::tensor<float> want;
         {
@@ -248,14 +249,25 @@ TEST_CASE("quantized mode: prompt-sized x·wᵀ (the tile kernels) gives the por
         }
         ct::settings_scope s({ct::backend::simd, p});
         CHECK(ct_test::bitwise_equal(ct::matmul(x, w.transpose()), want));
-        auto wide = ct::zeros<float>({7, 37});
+        auto wide = ct::zeros<float>({7, 53});
         ct::matmul(x, w.transpose(), wide.transpose());
         CHECK(ct_test::bitwise_equal(wide.transpose(), want));
+        auto x2 = ct::zeros<float>({2, 53, k});
+        ct::eval(x + 0.0f, x2.slice(0, 0, 1).reshape({53, k}));
+        ct::eval(x * -1.0f, x2.slice(0, 1, 2).reshape({53, k}));
+        const auto want_neg = [&] {
+          ct::settings_scope scalar({ct::backend::scalar, p});
+          return ct::matmul(ct::eval(x * -1.0f), w.transpose());
+        }();
+        const auto batched = ct::matmul(x2, w.transpose());
+        CHECK(ct_test::bitwise_equal(batched.slice(0, 0, 1).reshape({53, 7}), want));
+        CHECK(ct_test::bitwise_equal(batched.slice(0, 1, 2).reshape({53, 7}), want_neg));
         ct_test::executor_zoo zoo;
         for (auto& [ename, exec] : zoo.all()) {
           INFO(ename);
           ct::executor_scope scope(exec);
           CHECK(ct_test::bitwise_equal(ct::matmul(x, w.transpose()), want));
+          CHECK(ct_test::bitwise_equal(ct::matmul(x2, w.transpose()), batched));
         }
       }
     }
