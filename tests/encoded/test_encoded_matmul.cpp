@@ -236,10 +236,11 @@ TEST_CASE("quantized mode: prompt-sized x·wᵀ (the tile kernels) gives the por
   // destination, a batch of activations against one w; serially the callback lays out its row
   // blocks, under the executors the rows are laid out once and shared by callbacks of any size
   // (53 vectors: above the shared layout's threshold of 48).
+  // Also the smallest cases: one weight row, K of one block (a single, partial group).
   for (const char* name : {"q8_0", "q4_0"})
-    for (index_t k : {4096, 4000}) {
-      INFO(name << " K " << k);
-      const auto w = ct::encode(ct::random_uniform<float>({7, k}, 21, -1.0f, 1.0f), ct::find_format(name));
+    for (const auto& [n, k] : {std::pair<index_t, index_t>{7, 4096}, {7, 4000}, {1, 4000}, {2, 32}}) {
+      INFO(name << " N " << n << " K " << k);
+      const auto w = ct::encode(ct::random_uniform<float>({n, k}, 21, -1.0f, 1.0f), ct::find_format(name));
       const auto x = ct::random_uniform<float>({53, k}, 22, -2.0f, 2.0f);
       for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
         ct::tensor<float> want;
@@ -249,7 +250,7 @@ TEST_CASE("quantized mode: prompt-sized x·wᵀ (the tile kernels) gives the por
         }
         ct::settings_scope s({ct::backend::simd, p});
         CHECK(ct_test::bitwise_equal(ct::matmul(x, w.transpose()), want));
-        auto wide = ct::zeros<float>({7, 53});
+        auto wide = ct::zeros<float>({n, 53});
         ct::matmul(x, w.transpose(), wide.transpose());
         CHECK(ct_test::bitwise_equal(wide.transpose(), want));
         auto x2 = ct::zeros<float>({2, 53, k});
@@ -260,8 +261,8 @@ TEST_CASE("quantized mode: prompt-sized x·wᵀ (the tile kernels) gives the por
           return ct::matmul(ct::eval(x * -1.0f), w.transpose());
         }();
         const auto batched = ct::matmul(x2, w.transpose());
-        CHECK(ct_test::bitwise_equal(batched.slice(0, 0, 1).reshape({53, 7}), want));
-        CHECK(ct_test::bitwise_equal(batched.slice(0, 1, 2).reshape({53, 7}), want_neg));
+        CHECK(ct_test::bitwise_equal(batched.slice(0, 0, 1).reshape({53, n}), want));
+        CHECK(ct_test::bitwise_equal(batched.slice(0, 1, 2).reshape({53, n}), want_neg));
         ct_test::executor_zoo zoo;
         for (auto& [ename, exec] : zoo.all()) {
           INFO(ename);
