@@ -207,6 +207,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   detail::encoded::qtile_weights tiled_w;
   if (tiles) {
     detail::encoded::reserve_tile_activations(x_batches * q.m, k / 32, tiled);
+    tiled.chunk_bytes = static_cast<index_t>(tuned.gemm_a_block_bytes);
     for (index_t at = 0; at < x_batches * q.m; ++at)
       detail::encoded::pack_tile_activations(aq.data() + at * k, ad.data() + at * scales_per_vector,
                                              as.data() + at * sums_per_vector, qdot.tile_offset, at, tiled);

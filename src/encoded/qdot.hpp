@@ -68,6 +68,9 @@ using qdot_rows_fn = void (*)(const unsigned char* w, std::size_t row_bytes, ind
 /// w + 128, 8 for q4_0's nibbles); d: the blocks' scales (0 past the end).
 struct qtile_activations {
   index_t blocks = 0, groups = 0, vectors = 0;
+  // How many bytes of laid-out vectors a tile kernel keeps in L2 while the weight rows pass them
+  // (the caller's tuning: gemm_a_block_bytes, L2 / 4, the same role as GEMM's A block). Speed only.
+  index_t chunk_bytes = 131072;
   std::vector<std::int8_t> q;       // [group][vector][512]
   std::vector<std::int32_t> start;  // [group][vector][16]
   std::vector<float> d;             // [group][vector][16]

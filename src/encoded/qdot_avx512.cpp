@@ -18,13 +18,15 @@
 // q4_K / q6_K: per super-block, the quants against their activation quants by vpmaddubsw (pairs
 // to int16: at most 2 * 63 * 127 < 2^15), then vpdpwssd with the 16- or 32-value group's scale
 // accumulates into int32; one horizontal sum per super-block, as the order wants.
+//
+// The tile kernel (prompt-sized x·wᵀ, q8_0 / q4_0): weights and activations laid out so that
+// the sixteen blocks' integer dots land in their own lanes without a fold (qdot.hpp,
+// qtile_activations / qtile_weights; docs/encoded.md).
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
-#include <type_traits>
-#include <vector>
 
 #include "src/encoded/builtin.hpp"
 #include "src/encoded/qdot.hpp"
@@ -450,9 +452,10 @@ template <bool kFused>
 CT_AVX512_VNNI void QDotTile(const qtile_weights& w, index_t r0, index_t r1, const qtile_activations& x, index_t v0, index_t v1,
                              float* y, index_t y_row, index_t y_vec) {
   const index_t groups = x.groups, quad_q = groups * 4 * 512, quad_d = groups * 4 * 16;
-  // Activation vectors in chunks that stay in L2 while the rows pass them (32 of 4 KiB at
-  // K = 4096); a row quad's groups (16 KiB there) stay in L1 across a chunk.
-  const index_t chunk = std::max<index_t>(3, 131072 / std::max<index_t>(groups * 512, 1) / 3 * 3);
+  // Activation vectors in chunks that stay in L2 while the rows pass them (x.chunk_bytes: 32
+  // vectors of 4 KiB at K = 4096 with a 512 KiB L2); a row quad's groups (16 KiB there) stay in
+  // L1 across a chunk.
+  const index_t chunk = std::max<index_t>(3, x.chunk_bytes / std::max<index_t>(groups * 512, 1) / 3 * 3);
   for (index_t c0 = v0; c0 < v1; c0 += chunk) {
     const index_t c1 = std::min(v1, c0 + chunk);
     float* yc = y + (c0 - v0) * y_vec;
