@@ -121,12 +121,16 @@ CT_AVX512_VNNI inline __m512i FoldSixteen(const __m512i* p) {
 // lanes = muladd(d_w * d_x, float(isum), lanes) for the sixteen blocks at w (activation blocks
 // from block index g of x). Integer bounds: a partial's four products at most 4 * 255 * 127;
 // a block's sum at most 32 * 255 * 127 before the correction; 128 * (sum of 32 quants) < 2^20.
-template <bool kQ4, bool kFused>
-CT_AVX512_VNNI inline __m512 Group16(const unsigned char* w, const std::int8_t* xq, const float* xd, const std::int16_t* sums,
-                                     __m512 lanes) {
+template <bool kQ4>
+CT_AVX512_VNNI inline void Partials16(const unsigned char* w, const std::int8_t* xq, __m512i* part) {
   constexpr int wbytes = kQ4 ? static_cast<int>(q4_0_bytes) : static_cast<int>(q8_0_bytes);
-  __m512i part[8];
   for (int i = 0; i < 8; ++i) part[i] = PairPartials<kQ4>(w + 2 * i * wbytes, w + (2 * i + 1) * wbytes, xq + 64 * i);
+}
+
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI inline __m512 Finish16(const __m512i* part, const unsigned char* w, const float* xd, const std::int16_t* sums,
+                                      __m512 lanes) {
+  constexpr int wbytes = kQ4 ? static_cast<int>(q4_0_bytes) : static_cast<int>(q8_0_bytes);
   // sums[2j] + sums[2j + 1]: block j's activation quant sum, times 8 (q4_0) or 128 (q8_0).
   const __m512i offset = _mm512_madd_epi16(_mm512_loadu_si512(sums), _mm512_set1_epi16(kQ4 ? 8 : 128));
   const __m512i isum = _mm512_sub_epi32(FoldSixteen(part), offset);
@@ -143,6 +147,14 @@ CT_AVX512_VNNI inline __m512 Group16(const unsigned char* w, const std::int8_t* 
                                           static_cast<long long>(q[2]), static_cast<long long>(q[3]));
   const __m512 scale = _mm512_mul_ps(_mm512_cvtph_ps(bits), _mm512_loadu_ps(xd));
   return MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), lanes);
+}
+
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI inline __m512 Group16(const unsigned char* w, const std::int8_t* xq, const float* xd, const std::int16_t* sums,
+                                     __m512 lanes) {
+  __m512i part[8];
+  Partials16<kQ4>(w, xq, part);
+  return Finish16<kQ4, kFused>(part, w, xd, sums, lanes);
 }
 
 // Group16 for the row's last nb < 16 blocks, reading nothing past them (weights, activation
@@ -197,12 +209,29 @@ CT_AVX512_VNNI inline void DotRows(const unsigned char* w, std::size_t row_bytes
   __m512 lanes[kRows];
   for (int r = 0; r < kRows; ++r) lanes[r] = _mm512_setzero_ps();
   index_t g = 0;
-  for (; g + 16 <= blocks; g += 16)
-    for (int r = 0; r < kRows; ++r) {
-      const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
-      PrefetchAhead(row + g * wbytes, 16 * wbytes, x);
-      lanes[r] = Group16<kQ4, kFused>(row + g * wbytes, x.q + g * 32, x.d + g, x.sums + 2 * g, lanes[r]);
+  if constexpr (kRows == 1) {
+    // Software pipelined: group g + 16's loads and vpdpbusd are issued before group g's fold and
+    // multiply-add, so the out-of-order window sees independent work next to the fold's chain.
+    if (blocks >= 16) {
+      __m512i cur[8], nxt[8];
+      Partials16<kQ4>(w, x.q, cur);
+      for (; g + 16 <= blocks; g += 16) {
+        const bool more = g + 32 <= blocks;
+        PrefetchAhead(w + g * wbytes, 16 * wbytes, x);
+        if (more) Partials16<kQ4>(w + (g + 16) * wbytes, x.q + (g + 16) * 32, nxt);
+        lanes[0] = Finish16<kQ4, kFused>(cur, w + g * wbytes, x.d + g, x.sums + 2 * g, lanes[0]);
+        if (more)
+          for (int i = 0; i < 8; ++i) cur[i] = nxt[i];
+      }
     }
+  } else {
+    for (; g + 16 <= blocks; g += 16)
+      for (int r = 0; r < kRows; ++r) {
+        const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
+        PrefetchAhead(row + g * wbytes, 16 * wbytes, x);
+        lanes[r] = Group16<kQ4, kFused>(row + g * wbytes, x.q + g * 32, x.d + g, x.sums + 2 * g, lanes[r]);
+      }
+  }
   if (g < blocks)
     for (int r = 0; r < kRows; ++r)
       lanes[r] = TailGroup<kQ4, kFused>(w + static_cast<std::size_t>(r) * row_bytes + g * wbytes, x.q + g * 32, x.d + g,
