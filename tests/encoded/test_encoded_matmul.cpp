@@ -231,7 +231,7 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
   }
 }
 
-TEST_CASE("quantized mode: prompt-sized x·wᵀ (the tile kernels) gives the portable kernels' bits", "[encoded][matmul]") {
+TEST_CASE("quantized mode: prompt-sized x·wᵀ (the tile kernels) gives the portable kernels' bits", "[encoded][matmul][executor]") {
   // K = 4096 (eight groups of 16 blocks, no tail) and 4000 (a tail of 13 blocks): more vectors
   // than one chunk of the tile kernel (32 at K = 4096), rows in 4s and a remainder, a strided
   // destination, a batch of activations against one w; serially the callback lays out its row
