@@ -83,21 +83,26 @@ CT_AVX512_VNNI inline __m512i PairPartials(const unsigned char* b0, const unsign
   }
 }
 
+// One block's 32 quants in unsigned form, as vpdpbusd takes them: w ^ 0x80 = w + 128 (q8_0), or
+// the 16 low nibbles then the 16 high nibbles (q4_0: the bytes in both halves, the upper half
+// shifted right by 4).
+template <bool kQ4>
+CT_AVX512_VNNI inline __m256i UnsignedBlock(const unsigned char* blk) {
+  if constexpr (kQ4) {
+    const __m256i bytes = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
+    return _mm256_and_si256(_mm256_srlv_epi64(bytes, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
+  } else {
+    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)),
+                            _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
+}
+
 // One block's partials (lanes 0..7; lanes 8..15 zero): the last pair of a partial group, where
 // nothing past the block may be read.
 template <bool kQ4>
 CT_AVX512_VNNI inline __m512i SinglePartials(const unsigned char* b0, const std::int8_t* x) {
   const __m512i xv = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
-  __m512i w;
-  if constexpr (kQ4) {
-    const __m256i bytes = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2)));
-    w = _mm512_and_si512(_mm512_srlv_epi64(_mm512_zextsi256_si512(bytes), _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)),
-                         _mm512_set1_epi8(0x0f));
-  } else {
-    w = _mm512_xor_si512(_mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
-                         _mm512_set1_epi8(static_cast<char>(0x80)));
-  }
-  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xv);  // x's upper half is zero
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(UnsignedBlock<kQ4>(b0)), xv);
 }
 
 // Sixteen blocks' integer dots, block j in lane j, from p[i] = PairPartials(blocks 2i, 2i + 1).
@@ -118,15 +123,17 @@ CT_AVX512_VNNI inline __m512i FoldSixteen(const __m512i* p) {
   return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), s);
 }
 
-// lanes = muladd(d_w * d_x, float(isum), lanes) for the sixteen blocks at w (activation blocks
-// from block index g of x). Integer bounds: a partial's four products at most 4 * 255 * 127;
-// a block's sum at most 32 * 255 * 127 before the correction; 128 * (sum of 32 quants) < 2^20.
+// The partials of the sixteen blocks at w against their activation quants at xq.
 template <bool kQ4>
 CT_AVX512_VNNI inline void Partials16(const unsigned char* w, const std::int8_t* xq, __m512i* part) {
   constexpr int wbytes = kQ4 ? static_cast<int>(q4_0_bytes) : static_cast<int>(q8_0_bytes);
   for (int i = 0; i < 8; ++i) part[i] = PairPartials<kQ4>(w + 2 * i * wbytes, w + (2 * i + 1) * wbytes, xq + 64 * i);
 }
 
+// lanes = muladd(d_w * d_x, float(isum), lanes) for the sixteen blocks at w (their partials in
+// part, the activation scales at xd, the sums of 16 at sums). Integer bounds: a partial's four
+// products at most 4 * 255 * 127; a block's sum at most 32 * 255 * 127 before the correction;
+// 128 * (sum of 32 quants) < 2^20.
 template <bool kQ4, bool kFused>
 CT_AVX512_VNNI inline __m512 Finish16(const __m512i* part, const unsigned char* w, const float* xd, const std::int16_t* sums,
                                       __m512 lanes) {
@@ -149,15 +156,7 @@ CT_AVX512_VNNI inline __m512 Finish16(const __m512i* part, const unsigned char* 
   return MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), lanes);
 }
 
-template <bool kQ4, bool kFused>
-CT_AVX512_VNNI inline __m512 Group16(const unsigned char* w, const std::int8_t* xq, const float* xd, const std::int16_t* sums,
-                                     __m512 lanes) {
-  __m512i part[8];
-  Partials16<kQ4>(w, xq, part);
-  return Finish16<kQ4, kFused>(part, w, xd, sums, lanes);
-}
-
-// Group16 for the row's last nb < 16 blocks, reading nothing past them (weights, activation
+// Partials16 + Finish16 for the row's last nb < 16 blocks, reading nothing past them (weights, activation
 // quants, scales and sums); the lanes from nb on keep their value.
 template <bool kQ4, bool kFused>
 CT_AVX512_VNNI inline __m512 TailGroup(const unsigned char* w, const std::int8_t* xq, const float* xd, const std::int16_t* sums,
@@ -198,59 +197,41 @@ CT_AVX512_VNNI inline void PrefetchAhead(const unsigned char* w, index_t bytes, 
     _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::uintptr_t>(c)), _MM_HINT_T0);
 }
 
-// kRows consecutive weight rows (row_bytes apart) against x, their groups interleaved. The rows
-// form runs one row at a time: two side by side measured 1.7-2.3x slower on a Zen 5 guest
-// (gemv q8_0 11008x4096 2.8-3.9 ms against 1.2-1.7), though two workers on the core's two
-// hardware threads run 1.8x one.
-template <bool kQ4, bool kFused, int kRows>
-CT_AVX512_VNNI inline void DotRows(const unsigned char* w, std::size_t row_bytes, const qactivation& x, index_t blocks, float* y,
-                                   index_t y_stride) {
+// One weight row against x, software pipelined: group g + 16's loads and vpdpbusd are issued
+// before group g's fold and multiply-add, so the out-of-order window sees independent work next
+// to the fold's chain. (Two rows side by side instead measured 1.7-2.3x slower on a Zen 5 guest,
+// gemv q8_0 11008x4096 2.8-3.9 ms against 1.2-1.7, though two workers on the core's two
+// hardware threads run 1.8x one.)
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI inline float DotRow(const unsigned char* w, const qactivation& x, index_t blocks) {
   constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
-  __m512 lanes[kRows];
-  for (int r = 0; r < kRows; ++r) lanes[r] = _mm512_setzero_ps();
+  __m512 lanes = _mm512_setzero_ps();
   index_t g = 0;
-  if constexpr (kRows == 1) {
-    // Software pipelined: group g + 16's loads and vpdpbusd are issued before group g's fold and
-    // multiply-add, so the out-of-order window sees independent work next to the fold's chain.
-    if (blocks >= 16) {
-      __m512i cur[8], nxt[8];
-      Partials16<kQ4>(w, x.q, cur);
-      for (; g + 16 <= blocks; g += 16) {
-        const bool more = g + 32 <= blocks;
-        PrefetchAhead(w + g * wbytes, 16 * wbytes, x);
-        if (more) Partials16<kQ4>(w + (g + 16) * wbytes, x.q + (g + 16) * 32, nxt);
-        lanes[0] = Finish16<kQ4, kFused>(cur, w + g * wbytes, x.d + g, x.sums + 2 * g, lanes[0]);
-        if (more)
-          for (int i = 0; i < 8; ++i) cur[i] = nxt[i];
-      }
+  if (blocks >= 16) {
+    __m512i cur[8], nxt[8];
+    Partials16<kQ4>(w, x.q, cur);
+    for (; g + 16 <= blocks; g += 16) {
+      const bool more = g + 32 <= blocks;
+      PrefetchAhead(w + g * wbytes, 16 * wbytes, x);
+      if (more) Partials16<kQ4>(w + (g + 16) * wbytes, x.q + (g + 16) * 32, nxt);
+      lanes = Finish16<kQ4, kFused>(cur, w + g * wbytes, x.d + g, x.sums + 2 * g, lanes);
+      if (more)
+        for (int i = 0; i < 8; ++i) cur[i] = nxt[i];
     }
-  } else {
-    for (; g + 16 <= blocks; g += 16)
-      for (int r = 0; r < kRows; ++r) {
-        const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
-        PrefetchAhead(row + g * wbytes, 16 * wbytes, x);
-        lanes[r] = Group16<kQ4, kFused>(row + g * wbytes, x.q + g * 32, x.d + g, x.sums + 2 * g, lanes[r]);
-      }
   }
-  if (g < blocks)
-    for (int r = 0; r < kRows; ++r)
-      lanes[r] = TailGroup<kQ4, kFused>(w + static_cast<std::size_t>(r) * row_bytes + g * wbytes, x.q + g * 32, x.d + g,
-                                        x.sums + 2 * g, blocks - g, lanes[r]);
-  for (int r = 0; r < kRows; ++r) y[r * y_stride] = FoldLanes(lanes[r]);
+  if (g < blocks) lanes = TailGroup<kQ4, kFused>(w + g * wbytes, x.q + g * 32, x.d + g, x.sums + 2 * g, blocks - g, lanes);
+  return FoldLanes(lanes);
 }
 
 template <bool kQ4, bool kFused>
 CT_AVX512_VNNI float QDot32(const unsigned char* w, const qactivation& x, index_t blocks) {
-  float y = 0.0f;
-  DotRows<kQ4, kFused, 1>(w, 0, x, blocks, &y, 1);
-  return y;
+  return DotRow<kQ4, kFused>(w, x, blocks);
 }
 
 template <bool kQ4, bool kFused>
 CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
                                float* y, index_t y_stride) {
-  for (index_t r = 0; r < rows; ++r)
-    DotRows<kQ4, kFused, 1>(w + static_cast<std::size_t>(r) * row_bytes, row_bytes, x, blocks, y + r * y_stride, y_stride);
+  for (index_t r = 0; r < rows; ++r) y[r * y_stride] = DotRow<kQ4, kFused>(w + static_cast<std::size_t>(r) * row_bytes, x, blocks);
 }
 
 // A float16 scale widened by F16C (exact, as f16_bits_to_float; the library function's branches
@@ -366,7 +347,6 @@ CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index
   return acc;
 }
 
-
 // ---- The tile kernels (prompt-sized x·wᵀ): weight rows laid out like qtile_activations, so
 // eight vpdpbusd give sixteen blocks' integer dots in their lanes with no fold, and a tile of
 // kRows weight rows x kVecs activation vectors shares every load.
@@ -384,10 +364,12 @@ CT_AVX512_VNNI void PackTileWeights(const unsigned char* w, std::size_t row_byte
   out.d = big_buffer<float>(quads * groups * 4 * 16);
   // Zeros only where no block lands: the last group of every row when K ends inside it, and the
   // rows past the end in the last quad (the whole buffer zeroed first was a second pass).
+  // Row r's group g: the 512 bytes at q + slot * 512 and the 16 scales at d + slot * 16.
+  const auto slot = [groups](index_t r, index_t g) { return ((r / 4) * groups + g) * 4 + r % 4; };
   const index_t tail = blocks % 16;
   for (index_t r = 0; r < quads * 4; ++r)
     for (index_t g = r < rows ? (tail != 0 ? groups - 1 : groups) : 0; g < groups; ++g) {
-      const index_t at = ((r / 4) * groups + g) * 4 + r % 4;
+      const index_t at = slot(r, g);
       std::memset(out.q.data() + at * 512, 0, 512);
       std::memset(out.d.data() + at * 16, 0, 16 * sizeof(float));
     }
@@ -395,16 +377,9 @@ CT_AVX512_VNNI void PackTileWeights(const unsigned char* w, std::size_t row_byte
     const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
     for (index_t b = 0; b < blocks; ++b) {
       const unsigned char* blk = row + b * wbytes;
-      __m256i u;
-      if constexpr (kQ4) {
-        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)), low = _mm_set1_epi8(0x0f);
-        u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), low), _mm_and_si128(bytes, low));
-      } else {
-        u = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)), _mm256_set1_epi8(static_cast<char>(0x80)));
-      }
       alignas(32) std::uint32_t dw[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(dw), u);
-      const index_t at = ((r / 4) * groups + b / 16) * 4 + r % 4;
+      _mm256_store_si256(reinterpret_cast<__m256i*>(dw), UnsignedBlock<kQ4>(blk));
+      const index_t at = slot(r, b / 16);
       std::uint8_t* group = out.q.data() + at * 512 + (b % 16) * 4;
       for (int i = 0; i < 8; ++i) std::memcpy(group + 64 * i, &dw[i], 4);
       out.d.data()[at * 16 + b % 16] = ScaleAt(blk);
