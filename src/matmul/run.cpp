@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-
 #include "ct/ct.hpp"
 #include "src/core/big_buffer.hpp"
 #include "src/kernels/convert.hpp"
@@ -79,15 +78,6 @@ batch_walker make_walker(const plan& p, const tensor<TA>& a, const tensor<TB>& b
   return w;
 }
 
-/// A packed B copy shared by all callbacks (which the packing writes in full; zeroing 4 MiB
-/// first cost a page-faulting memset per call): src/core/big_buffer.hpp.
-template <class T>
-struct aligned_buffer {
-  detail::big_buffer<T> owner;
-  T* data = nullptr;
-  explicit aligned_buffer(index_t count) : owner(count), data(owner.data()) {}
-};
-
 /// The element offset of batch f of b's own batch axes (row-major over all but the last two).
 template <class T>
 index_t own_batch_offset(const tensor<T>& b, index_t f) {
@@ -103,17 +93,17 @@ index_t own_batch_offset(const tensor<T>& b, index_t f) {
 // B panels are packed once, before scheduling, one copy per batch of b's own (none when the
 // kernels read this B in place); afterwards the callbacks only read them.
 template <class T>
-std::vector<aligned_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k, index_t n, index_t b_batches) {
+std::vector<detail::big_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k, index_t n, index_t b_batches) {
   const int rb = b.rank();
   const index_t brs = b.strides()[rb - 2], bcs = b.strides()[rb - 1];
   const settings caller = current_settings();
   const index_t packed_size = gemm_packed_b_size<T>(k, n, brs, bcs, caller);
-  std::vector<aligned_buffer<T>> packed;
+  std::vector<detail::big_buffer<T>> packed;
   if (packed_size == 0) return packed;
   packed.reserve(static_cast<std::size_t>(b_batches));
   for (index_t f = 0; f < b_batches; ++f) {
     packed.emplace_back(packed_size);
-    gemm_pack_b<T>(k, n, b.data() + own_batch_offset(b, f), brs, bcs, packed.back().data, caller);
+    gemm_pack_b<T>(k, n, b.data() + own_batch_offset(b, f), brs, bcs, packed.back().data(), caller);
   }
   return packed;
 }
@@ -178,7 +168,7 @@ void run_typed(const char* op, const plan& p, tensor<T> a, tensor<T> b, const te
   base.bcs = bcs;
   base.crs = c.strides()[rc - 2];
   base.ccs = c.strides()[rc - 1];
-  const std::vector<aligned_buffer<T>> packed = pack_b_batches(b, k, n, b_batches);
+  const std::vector<detail::big_buffer<T>> packed = pack_b_batches(b, k, n, b_batches);
   schedule(op, p.batches * m, [&](index_t start, index_t end) {
     const settings s = current_settings();
     for_each_batch_piece(start, end, m, [&](index_t batch, index_t r0, index_t r1) {
@@ -188,7 +178,7 @@ void run_typed(const char* op, const plan& p, tensor<T> a, tensor<T> b, const te
       ga.a = pa + oa;
       ga.b = pb + ob;
       ga.c = pc + oc;
-      gemm_rows<T>(ga, packed.empty() ? nullptr : packed[static_cast<std::size_t>(fb)].data, r0, r1, s);
+      gemm_rows<T>(ga, packed.empty() ? nullptr : packed[static_cast<std::size_t>(fb)].data(), r0, r1, s);
     });
   });
 }
@@ -230,17 +220,17 @@ void run_narrow_matrix(const char* op, const plan& p, tensor<T> a, const tensor<
   // One float32 B per batch of b's own: packed panels, or a row-major widened copy.
   const settings caller = current_settings();
   const index_t packed_size = gemm_packed_b_size<float>(k, n, n, 1, caller);
-  std::vector<aligned_buffer<float>> wide_b;
+  std::vector<detail::big_buffer<float>> wide_b;
   wide_b.reserve(static_cast<std::size_t>(b_batches));
   for (index_t f = 0; f < b_batches; ++f) {
     const T* src = b.data() + own_batch_offset(b, f);
     if (packed_size > 0) {
       wide_b.emplace_back(packed_size);
       gemm_pack_b_widened(k, n, reinterpret_cast<const std::uint16_t*>(src), std::is_same_v<T, bfloat16>, brs, bcs,
-                          wide_b.back().data, caller);
+                          wide_b.back().data(), caller);
     } else {
       wide_b.emplace_back(k * n);
-      for (index_t q = 0; q < k; ++q) widen_row(src + q * brs, bcs, wide_b.back().data + q * n, n, caller);
+      for (index_t q = 0; q < k; ++q) widen_row(src + q * brs, bcs, wide_b.back().data() + q * n, n, caller);
     }
   }
   const index_t ars = a.strides()[ra - 2], acs = a.strides()[ra - 1];
@@ -266,7 +256,7 @@ void run_narrow_matrix(const char* op, const plan& p, tensor<T> a, const tensor<
     for_each_batch_piece(start, end, m, [&](index_t batch, index_t r0, index_t r1) {
       index_t oa, ob, oc, fb;
       w.locate(batch, oa, ob, oc, fb);
-      const float* wb = wide_b[static_cast<std::size_t>(fb)].data;
+      const float* wb = wide_b[static_cast<std::size_t>(fb)].data();
       g.b = wb;
       for (index_t i0 = r0; i0 < r1; i0 += rows) {
         const index_t mb = std::min(rows, r1 - i0);
