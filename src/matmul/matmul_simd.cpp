@@ -190,8 +190,6 @@ constexpr index_t packed_a_stride(index_t kc) {
   return lines * line;
 }
 
-// B[k x n] -> panels of NR columns (zero padded), each k rows of NR values; panel q starts
-// at out + q * k * NR.
 // A B whose columns are contiguous (brs == 1: B is the transpose of a row-major W, as in
 // x·Wᵀ): per panel, a tile of NR columns x L steps of k is read as NR contiguous vectors (one
 // line each), stored to a small buffer and transposed out of L1. The element loop over strided
@@ -221,6 +219,8 @@ void pack_b_columns(index_t k, index_t n, const T* b, index_t bcs, T* HWY_RESTRI
   }
 }
 
+// B[k x n] -> panels of NR columns (zero padded), each k rows of NR values; panel q starts
+// at out + q * k * NR.
 template <class T>
 void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY_RESTRICT out) {
   constexpr index_t NR = geom<T>::NR;
