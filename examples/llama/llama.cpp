@@ -185,8 +185,11 @@ ct::tensor<float> forward(const model& m, kv_cache& cache, const std::vector<std
     const auto f = ct::eval(ct::silu(gate) * up);
     x = ct::eval(x + w.down.times_transpose(f, m.mode));
   }
+  // The logits first: their allocations may fail too, and a failed call must not commit the
+  // positions it wrote (the flaky "a failed allocation anywhere" test caught it here).
+  auto logits = m.output.times_transpose(ct::eval(ct::rms_norm(x, -1, c.rms_eps, m.output_norm)), m.mode);
   cache.length = len;
-  return m.output.times_transpose(ct::eval(ct::rms_norm(x, -1, c.rms_eps, m.output_norm)), m.mode);
+  return logits;
 }
 
 // ---- sampling
