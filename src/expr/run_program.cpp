@@ -132,7 +132,8 @@ void run_program(const program& p, int root, const destination& dest, const char
     for (const instruction& in : p.code())
       if (in.op == opcode::reduce) {
         const auto r = static_cast<reduce_op>(in.sub);
-        extreme = extreme || r == reduce_op::max || r == reduce_op::min || r == reduce_op::argmax || r == reduce_op::argmin;
+        extreme = extreme || r == reduce_op::max || r == reduce_op::min || r == reduce_op::argmax || r == reduce_op::argmin ||
+                  r == reduce_op::logsumexp;
       }
     if (over_nothing && !extreme) {
       destination d = dest;

@@ -27,6 +27,11 @@ template <class T>
 void scalar_max(extreme_state<T>& st, const T* x, index_t n, index_t first_index);
 template <class T>
 void scalar_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index);
+template <class T>
+void scalar_lse(lse_state<T>& st, const T* x, index_t n);
+/// lse_result with the rescaling exps of the simd backend (simd) or the C library's.
+template <class T>
+double lse_result(const lse_state<T>& st, bool simd, bool fused) noexcept;
 
 // ---- simd half (Highway, runtime dispatch; src/kernels/simd_elementwise.cpp, simd_fused.cpp, simd_reduce.cpp)
 // Plain overloads rather than templates: each file defines them next to its dispatch tables.
@@ -37,6 +42,8 @@ void scalar_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index
                    T* y, index_t n, bool fused);                                                         \
   void simd_sum(lane_accumulator& acc, const T* x, index_t n, bool streamed);                            \
   void simd_prod(lane_accumulator& acc, const T* x, index_t n);                                          \
+  void simd_lse(lse_state<T>& st, const T* x, index_t n, bool fused, bool streamed);                     \
+  void simd_lse_rescale(const T* max, const double* sum, double top, double* out, bool fused) noexcept;   \
   void simd_max(extreme_state<T>& st, const T* x, index_t n, index_t first_index, bool with_index,       \
                 bool streamed);                                                                          \
   void simd_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index, bool with_index,       \

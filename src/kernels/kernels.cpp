@@ -74,6 +74,20 @@ void prod_accumulate(lane_accumulator& acc, const T* x, index_t n, const setting
 }
 
 template <class T>
+void lse_accumulate(lse_state<T>& st, const T* x, index_t n, const settings& s, bool streamed) {
+  if (n <= 0) return;
+  if (s.backend == backend::simd)
+    simd_lse(st, x, n, is_fused(s), streamed);
+  else
+    scalar_lse(st, x, n);
+}
+
+template <class T>
+double lse_result(const lse_state<T>& st, const settings& s) noexcept {
+  return lse_result(st, s.backend == backend::simd, is_fused(s));
+}
+
+template <class T>
 void max_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s,
                     bool with_index, bool streamed) {
   if (n <= 0) return;
@@ -218,6 +232,8 @@ namespace ct::detail::kernels {
   template void muladd<T>(const T*, bool, const T*, bool, const T*, bool, T*, index_t, const settings&); \
   template void sum_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&, bool);         \
   template void prod_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&);              \
+  template void lse_accumulate<T>(lse_state<T>&, const T*, index_t, const settings&, bool);              \
+  template double lse_result<T>(const lse_state<T>&, const settings&) noexcept;                          \
   template sum_bulk_fn<T> resolve_sum<T>(bool, const settings&) noexcept;                               \
   template void sum_with<T>(sum_bulk_fn<T>, lane_accumulator&, const T*, index_t);                      \
   template void max_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, bool); \

@@ -92,6 +92,53 @@ void sum_with(sum_bulk_fn<T> bulk, lane_accumulator& acc, const T* x, index_t n)
 double sum_result(const lane_accumulator& acc) noexcept;
 double prod_result(const lane_accumulator& acc) noexcept;
 
+/// The running state of a logsumexp read once (the online normalizer). Element k of the
+/// stream (counting across calls) meets lane k % reduce_lanes, which keeps a reference m (one
+/// of its elements, -inf before any), a partial sum p in T and a sum s in double, so that
+/// s + p is the sum of exp(x - m) over its elements. Per element x, in stream order:
+///   m' = x if x > m + lse_headroom, else m   (a NaN in either sticks: m' is NaN)
+///   if m' != m:  s = (s + p) * exp(m - m')  in double;  p = 0
+///   p  = p + exp(x - m')   in T; the term is exactly 1 when x == m' (no inf - inf for ±inf)
+///   m  = m'
+/// and after every lse_block_rounds whole rounds of 32 (counting from the stream's start)
+/// every lane moves p into s: s = s + p, p = 0.
+/// The reference moves only when an element is more than lse_headroom above it, so a row
+/// whose values span less than that rescales once per lane (at its first element) instead
+/// of at every new maximum: on random rows of 4096 most rounds held a new maximum in some
+/// lane. Terms stay below e^8, far from overflow; the argument x - m carries a rounding error
+/// of at most 8 u / 2 and a partial of four terms three roundings in T, well inside
+/// logsumexp's documented bound. The partials in T spare a conversion to double per element
+/// (1.4x in a microbenchmark of the kernel).
+/// lse_result combines the lanes: M = max m, result M + log(sum of (s + p) * exp(m - M)) in
+/// double (NaN if any lane saw a NaN; M itself when M is ±inf). Like the lane sums, the
+/// result depends only on the values and their order, not on how the stream was cut into
+/// calls nor on the vector width; the backends differ only in their exp.
+inline constexpr int lse_headroom = 8;
+inline constexpr int lse_block_rounds = 4;
+template <class T>
+struct lse_state {
+  T max[reduce_lanes];
+  T part[reduce_lanes];
+  double sum[reduce_lanes];
+  index_t count;  // elements fed so far
+};
+/// s += p, p = 0 in every lane (a block's end).
+template <class T>
+void lse_flush(lse_state<T>& st) noexcept {
+  for (int i = 0; i < reduce_lanes; ++i) {
+    st.sum[i] += static_cast<double>(st.part[i]);
+    st.part[i] = T(0);
+  }
+}
+template <class T>
+void lse_init(lse_state<T>& st) noexcept;  // maxima -inf, sums 0, count 0
+/// exp follows s (the backend and its FMA policy). streamed: as for sum_accumulate.
+template <class T>
+void lse_accumulate(lse_state<T>& st, const T* x, index_t n, const settings& s, bool streamed = false);
+/// The rescaling exps of lse_result follow s's backend too.
+template <class T>
+double lse_result(const lse_state<T>& st, const settings& s) noexcept;
+
 /// Running max/min with the position where it was found. index is -1 while nothing was fed.
 /// Rules: the first NaN wins (value NaN, its index) for both max and min; otherwise the
 /// extreme value by > (max) or < (min), and on ties (==, so also -0 vs +0) the first index.

@@ -81,7 +81,8 @@ namespace ct::detail {
   X(argmax, "argmax", true)                      \
   X(argmin, "argmin", true)                      \
   X(all,    "all",    false)                     \
-  X(any,    "any",    false)
+  X(any,    "any",    false)                     \
+  X(logsumexp, "logsumexp", false)
 // clang-format on
 
 #define CT_OP_ENUM_ROW(op, ...) op,

@@ -241,18 +241,16 @@ auto mean(const X& x) {
   return mean(x, dims{}, false);
 }
 
-/// log(sum(exp(x))) computed stably: m + log(sum(exp(x - m))) with m the maximum (0 when the
-/// maximum is infinite, so rows of -inf give -inf and rows with +inf give +inf).
+/// log(sum(exp(x))) computed stably and reading x once (the online normalizer): each of 32
+/// lanes keeps a running maximum m and the sum of exp(x - m), rescaled when m grows; the lanes
+/// are combined in double as M + log(sum of s * exp(m - M)). A reduction of its own: inside a
+/// larger expression (x - logsumexp(x, -1)) it is one pass like sum or max. Rows of -inf give
+/// -inf, rows holding +inf give +inf, NaN gives NaN. Over empty axes: ct::empty_reduction_error
+/// (like max, it has no value there). keepdims and the axis rules as for the other reductions.
 template <detail::operand X>
 auto logsumexp(const X& x, const dims& axes, bool keepdims = false) {
-  using T = detail::value_t<X>;
-  static_assert(is_floating_element_v<T>, "ct::logsumexp needs floating-point operands");
-  detail::normalize_axes(axes, detail::to_node(x).shape(), "logsumexp", true);  // errors under this name
-  auto m = max(x, axes, true);
-  dims ax = m.axes;
-  auto shift = where(abs(m.expr) < std::numeric_limits<compute_type_t<T>>::infinity(), m.expr, to_element<T>(0));
-  auto e = log(sum(exp(x - shift), ax, true).expr) + shift;
-  return detail::make_reduction(e, ax, keepdims);
+  static_assert(is_floating_element_v<detail::value_t<X>>, "ct::logsumexp needs floating-point operands");
+  return detail::reduce<detail::reduce_op::logsumexp>(x, axes, keepdims, true);
 }
 /// logsumexp over one axis.
 template <detail::operand X, std::integral I>

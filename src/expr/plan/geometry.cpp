@@ -89,7 +89,8 @@ void classify_values(plan& pl) {
       pl.reduce_passes = std::max(pl.reduce_passes, lvl);
       const auto op = static_cast<reduce_op>(in.sub);
       if (pl.geo.reduced == 0 && empty_extreme == nullptr &&
-          (op == reduce_op::max || op == reduce_op::min || op == reduce_op::argmax || op == reduce_op::argmin))
+          (op == reduce_op::max || op == reduce_op::min || op == reduce_op::argmax || op == reduce_op::argmin ||
+           op == reduce_op::logsumexp))
         empty_extreme = reduce_name(op);
     }
   }

@@ -41,7 +41,7 @@ void decide_plain(plan& pl) {
       pl.dest.type != code[1].type)
     return;
   pl.plain = op == reduce_op::sum || op == reduce_op::max || op == reduce_op::min || op == reduce_op::argmax ||
-             op == reduce_op::argmin;
+             op == reduce_op::argmin || op == reduce_op::logsumexp;
 }
 
 // Softmax of 4096x4096 spends ~13% of its time in the max pass, which reads the row the

@@ -47,13 +47,14 @@ struct column_runner {
   }
 
   unsigned char* home(int i) const { return invariant_area + static_cast<std::size_t>(i) * static_cast<std::size_t>(pl.block) * 8; }
-  // One reducer's accumulators for the block (plan::block column_states' bytes), as four arrays.
+  // One reducer's accumulators for the block (plan::block column_states' bytes), as five arrays.
   column_accumulators state_of(int r) const {
     auto* base = reinterpret_cast<unsigned char*>(states) +
                  static_cast<std::size_t>(pl.reducer_index[static_cast<std::size_t>(r)]) * static_cast<std::size_t>(pl.block) * sizeof(column_state);
     auto b = static_cast<std::size_t>(pl.block);
-    return {reinterpret_cast<double*>(base), reinterpret_cast<std::int64_t*>(base + 8 * b),
-            reinterpret_cast<index_t*>(base + 16 * b), reinterpret_cast<bool*>(base + 24 * b)};
+    return {reinterpret_cast<double*>(base), reinterpret_cast<double*>(base + 8 * b),
+            reinterpret_cast<std::int64_t*>(base + 16 * b), reinterpret_cast<index_t*>(base + 24 * b),
+            reinterpret_cast<bool*>(base + 32 * b)};
   }
   index_t length(int i) const { return uni[static_cast<std::size_t>(i)] ? 1 : block; }
 

@@ -1,4 +1,4 @@
-// Plain row reductions (strategy plain_rows): sum, max, min, argmax or argmin of one float
+// Plain row reductions (strategy plain_rows): sum, max, min, argmax, argmin or logsumexp of one float
 // or double operand read in place, as kernel calls and one store per group (patterns.cpp:
 // decide_plain). Rows are still fed in max_tile pieces (tuning.hpp); the lanes and extreme
 // states do not depend on the cut, so the results are the row walk's.
@@ -49,6 +49,14 @@ void run_plain(const plan& pl, index_t start, index_t end, runner_workspace& ws)
       } else {
         std::memcpy(d, &v, sizeof v);
       }
+      continue;
+    }
+    if (op == reduce_op::logsumexp) {
+      kernels::lse_state<T> st;
+      kernels::lse_init(st);
+      for (index_t at = 0; at < n; at += max_tile) kernels::lse_accumulate(st, x + at, std::min(max_tile, n - at), s, streamed);
+      const T v = static_cast<T>(kernels::lse_result(st, s));
+      std::memcpy(d, &v, sizeof v);
       continue;
     }
     kernels::extreme_state<T> ex;

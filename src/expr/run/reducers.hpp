@@ -14,7 +14,9 @@
 // finish runs once per group (or block) and lives in reducers.cpp.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "ct/exec/settings.hpp"
@@ -62,6 +64,8 @@ inline bool is_logical(reduce_op op) { return op == reduce_op::all || op == redu
 
 struct reducer_state {
   kernels::lane_accumulator lanes;
+  kernels::lse_state<float> lse_f;  // logsumexp's lanes (float or double argument)
+  kernels::lse_state<double> lse_d;
   kernels::extreme_state<double> extreme_d;
   kernels::extreme_state<float> extreme_f;
   std::int64_t ivalue;
@@ -78,6 +82,11 @@ inline void row_start(reducer_state& st, const instruction& in, bool float_sum) 
     return;
   }
   auto op = static_cast<reduce_op>(in.sub);
+  if (op == reduce_op::logsumexp) {  // float or double argument, of the reducer's type
+    if (in.type == dtype::f32) kernels::lse_init(st.lse_f);
+    else kernels::lse_init(st.lse_d);
+    return;
+  }
   kernels::sum_init(st.lanes);
   if (op == reduce_op::prod) kernels::prod_init(st.lanes);
   kernels::extreme_init(st.extreme_d);
@@ -119,6 +128,10 @@ inline void row_feed(reducer_state& st, const pass_plan::feed& fd, const instruc
         case reduce_op::argmax: kernels::max_accumulate<T>(ex, v, n, pos, s, true, streamed); break;
         case reduce_op::min: kernels::min_accumulate<T>(ex, v, n, pos, s, false, streamed); break;
         case reduce_op::argmin: kernels::min_accumulate<T>(ex, v, n, pos, s, true, streamed); break;
+        case reduce_op::logsumexp:
+          if constexpr (std::is_same_v<T, float>) kernels::lse_accumulate<T>(st.lse_f, v, n, s, streamed);
+          else kernels::lse_accumulate<T>(st.lse_d, v, n, s, streamed);
+          break;
         case reduce_op::all: case reduce_op::any: break;  // bool operands only (compile-time rule)
       }
     } else {
@@ -128,7 +141,7 @@ inline void row_feed(reducer_state& st, const pass_plan::feed& fd, const instruc
           case reduce_op::prod: st.ivalue = wrapping_mul(st.ivalue, static_cast<std::int64_t>(v[j])); break;
           case reduce_op::max: case reduce_op::argmax: integer_extreme_step(true, v[j], pos + j, st.ivalue, st.iindex); break;
           case reduce_op::min: case reduce_op::argmin: integer_extreme_step(false, v[j], pos + j, st.ivalue, st.iindex); break;
-          case reduce_op::all: case reduce_op::any: break;  // bool operands only (compile-time rule)
+          case reduce_op::all: case reduce_op::any: case reduce_op::logsumexp: break;  // compile-time rules
         }
       }
     }
@@ -144,14 +157,16 @@ inline void row_finish_sum(const reducer_state& st, const instruction& in, void*
   else *static_cast<double*>(out) = v;
 }
 
-/// Writes the result of any other reducer `in` (argument type at) to out.
-void row_finish_general(const reducer_state& st, const instruction& in, dtype at, void* out);
+/// Writes the result of any other reducer `in` (argument type at) to out; s picks logsumexp's
+/// exp.
+void row_finish_general(const reducer_state& st, const instruction& in, dtype at, void* out, const settings& s);
 
 // ---- column layout ----
 
 /// Per-group accumulator of the column walk (sizeof gives the scratch per group and reducer).
 struct column_state {
   double dvalue;
+  double dsum;  // logsumexp: the sum beside the running maximum in dvalue
   std::int64_t ivalue;
   index_t index;
   bool bvalue;
@@ -160,6 +175,7 @@ struct column_state {
 /// One reducer's accumulators for a block, as separate arrays so the loops vectorise.
 struct column_accumulators {
   double* dvalue;
+  double* dsum;
   std::int64_t* ivalue;
   index_t* index;
   bool* bvalue;
@@ -169,7 +185,9 @@ namespace {  // per position: internal linkage, see the top of this file
 
 /// Starts the first n accumulators of a.
 inline void column_start(const column_accumulators& a, reduce_op op, index_t n) {
-  std::fill(a.dvalue, a.dvalue + n, op == reduce_op::prod ? 1.0 : 0.0);
+  std::fill(a.dvalue, a.dvalue + n,
+            op == reduce_op::prod ? 1.0 : op == reduce_op::logsumexp ? -std::numeric_limits<double>::infinity() : 0.0);
+  std::fill(a.dsum, a.dsum + n, 0.0);
   std::fill(a.ivalue, a.ivalue + n, start_ivalue(op));
   std::fill(a.index, a.index + n, no_position);
   std::fill(a.bvalue, a.bvalue + n, start_bvalue(op));
@@ -194,6 +212,14 @@ inline void column_feed(const column_accumulators& a, reduce_op op, dtype at, co
         for (index_t j = 0; j < n; ++j) a.dvalue[j] += static_cast<double>(v[0]);
       } else if (op == reduce_op::prod) {
         for (index_t j = 0; j < n; ++j) a.dvalue[j] *= static_cast<double>(v[j * step]);
+      } else if (op == reduce_op::logsumexp) {  // lse_state's rules, one lane in double
+        for (index_t j = 0; j < n; ++j) {
+          const double x = static_cast<double>(v[j * step]), m = a.dvalue[j];
+          const double mn = (m != m || x != x) ? m + x : std::max(m, x);
+          if (mn != m) a.dsum[j] *= std::exp(m - mn);
+          a.dsum[j] += x == mn ? 1.0 : std::exp(x - mn);
+          a.dvalue[j] = mn;
+        }
       } else {
         const bool is_max = is_max_like(op);
         for (index_t j = 0; j < n; ++j) {

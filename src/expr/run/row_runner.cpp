@@ -188,7 +188,7 @@ struct group_runner {
     const reducer_state& st = states[pl.reducer_index[static_cast<std::size_t>(i)]];
     void* out = ptr[static_cast<std::size_t>(i)];
     if (pl.float_sum[static_cast<std::size_t>(i)]) row_finish_sum(st, in, out);
-    else row_finish_general(st, in, p.code()[static_cast<std::size_t>(in.args[0])].type, out);
+    else row_finish_general(st, in, p.code()[static_cast<std::size_t>(in.args[0])].type, out, s);
   }
 
   std::vector<index_t>& walk_base, &walk_idx, &walk_saved;

@@ -1,0 +1,278 @@
+// src/kernels/simd_logsumexp.cpp — the simd backend of logsumexp's online normalizer.
+//
+// Each of the 32 virtual lanes keeps a reference value, a partial sum of exp(x - reference) in
+// T and its sum in double (the rules are lse_state's, kernels.hpp). A round of 32 elements
+// that moves no lane's reference (all but the first, for rows spanning less than
+// lse_headroom) costs one exp and one add per element and a compare; a round that moves one,
+// or meets ±inf or NaN, runs the general step, which rescales the moved lanes' sums. Both give
+// the same bits for the lanes they share, so where the stream is cut, and how wide the
+// vectors are, does not change the result.
+#include "src/kernels/fp_contract_off.hpp"  // must stay first
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/kernels/simd_logsumexp.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <algorithm>
+#include <hwy/highway.h>
+#include <type_traits>
+
+#include "src/kernels/detail.hpp"
+#include "src/kernels/simd_exp-inl.h"
+#include "src/kernels/simd_lanes-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace ct::detail::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// The lanes of one vector of T as double vectors: itself for double, its two halves for
+/// float (one promoted vector where the vectors have one lane).
+template <class T>
+struct SumParts {
+  static constexpr size_t kParts = HWY_LANES(T) / HWY_LANES(double);
+  using DT = hn::ScalableTag<T>;
+  using DD = hn::ScalableTag<double>;
+  using V = hn::Vec<DT>;
+  using VD = hn::Vec<DD>;
+  template <size_t kPart>
+  static HWY_INLINE VD Part(V v) {
+    if constexpr (std::is_same_v<T, double>) {
+      return v;
+    } else if constexpr (kParts == 1) {
+      return hn::PromoteTo(DD(), v);
+    } else {
+#if HWY_TARGET != HWY_SCALAR  // (one-lane vectors have no halves)
+      const hn::Half<DT> dh;
+      if constexpr (kPart == 0) return hn::PromoteTo(DD(), hn::LowerHalf(dh, v));
+      else return hn::PromoteTo(DD(), hn::UpperHalf(dh, v));
+#endif
+    }
+  }
+};
+
+/// Lanes [begin, end) of a vector whose first lane is `first`, as a mask of tag d.
+template <class D>
+HWY_INLINE hn::Mask<D> LaneRange(D d, int first, int begin, int end) {
+  const hn::RebindToSigned<D> di;
+  using TI = hn::TFromD<decltype(di)>;
+  const auto lane = hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<TI>(first)));
+  return hn::RebindMask(d, hn::And(hn::Gt(lane, hn::Set(di, static_cast<TI>(begin - 1))),
+                                   hn::Lt(lane, hn::Set(di, static_cast<TI>(end)))));
+}
+
+/// The general step for one vector v of lanes [first, first + N): every rule of lse_state,
+/// applied to the lanes in [begin, end) only when kMasked (the others keep m, s and p).
+/// m: references, s: the lanes' sums (kParts double vectors), p: the partial sums (T).
+template <bool kFused, bool kMasked, class T>
+HWY_INLINE void GeneralStep(hn::Vec<hn::ScalableTag<T>>& m, hn::Vec<hn::ScalableTag<double>>* s,
+                            hn::Vec<hn::ScalableTag<T>>& p, hn::Vec<hn::ScalableTag<T>> v, int first, int begin,
+                            int end) {
+  using P = SumParts<T>;
+  const typename P::DT d;
+  const typename P::DD dd;
+  const auto nan = hn::Or(hn::IsNaN(m), hn::IsNaN(v));
+  const auto grow = hn::Gt(v, hn::Add(m, hn::Set(d, T(lse_headroom))));
+  auto mn = hn::IfThenElse(nan, hn::Add(m, v), hn::IfThenElse(grow, v, m));
+  if constexpr (kMasked) mn = hn::IfThenElse(LaneRange(d, first, begin, end), mn, m);
+  // exp(x - m'), exactly 1 where x is the reference (an inactive lane's partial gets no term)
+  auto e = Exp<kFused>(d, hn::IfThenElseZero(hn::Ne(v, mn), hn::Sub(v, mn)));
+  if constexpr (kMasked) e = hn::IfThenElseZero(LaneRange(d, first, begin, end), e);
+  const auto rescale = [&](auto part, size_t k) {  // moved lanes: s = (s + p) * exp(m - m')
+    constexpr size_t kPart = decltype(part)::value;
+    const auto md = P::template Part<kPart>(m), mnd = P::template Part<kPart>(mn);
+    const auto moved = hn::Ne(mnd, md);
+    const auto f = Exp<kFused>(dd, hn::IfThenElseZero(moved, hn::Sub(md, mnd)));
+    s[k] = hn::IfThenElse(moved, hn::Mul(hn::Add(s[k], P::template Part<kPart>(p)), f), s[k]);
+  };
+  rescale(std::integral_constant<size_t, 0>{}, 0);
+  if constexpr (P::kParts == 2) rescale(std::integral_constant<size_t, 1>{}, 1);
+  p = hn::Add(hn::IfThenZeroElse(hn::Ne(mn, m), p), e);
+  m = mn;
+}
+
+/// s += p, p = 0 for one vector's lanes (the end of a block, lse_state).
+template <class T>
+HWY_INLINE void Flush(hn::Vec<hn::ScalableTag<double>>* s, hn::Vec<hn::ScalableTag<T>>& p) {
+  using P = SumParts<T>;
+  s[0] = hn::Add(s[0], P::template Part<0>(p));
+  if constexpr (P::kParts == 2) s[1] = hn::Add(s[1], P::template Part<1>(p));
+  p = hn::Zero(typename P::DT());
+}
+
+/// Feeds whole rounds x[0..n) (n a multiple of 32, x[0] meeting lane 0) to the state's arrays;
+/// `done` rounds of the current block were fed before.
+template <bool kFused, bool kStreamed, class T>
+HWY_INLINE void LseRounds(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RESTRICT px, const T* HWY_RESTRICT x,
+                          index_t n, int done) {
+  using P = SumParts<T>;
+  const typename P::DT d;
+  const typename P::DD dd;
+  constexpr size_t N = HWY_LANES(T);
+  constexpr size_t ND = HWY_LANES(double);
+  constexpr size_t kVecs = reduce_lanes / N;
+  static_assert(kVecs * N == reduce_lanes, "32 lanes must split evenly into vectors");
+  using V = typename P::V;
+  using VD = typename P::VD;
+  V m[kVecs], limit[kVecs], p[kVecs];  // limit: m + lse_headroom, the most x may be for m to stay
+  VD s[kVecs * P::kParts];
+  for (size_t j = 0; j < kVecs * P::kParts; ++j) s[j] = hn::LoadU(dd, sm + j * ND);
+  for (size_t j = 0; j < kVecs; ++j) p[j] = hn::LoadU(d, px + j * N);
+  bool finite = true;
+  const auto set_references = [&](size_t j, V value) {
+    m[j] = value;
+    limit[j] = hn::Add(value, hn::Set(d, T(lse_headroom)));
+    finite = finite && hn::AllTrue(d, hn::IsFinite(value));
+  };
+  for (size_t j = 0; j < kVecs; ++j) set_references(j, hn::LoadU(d, mx + j * N));
+  for (index_t i = 0; i < n; i += reduce_lanes) {
+    if constexpr (kStreamed) PrefetchAhead<reduce_lanes * sizeof(T)>(x + i);
+    V v[kVecs];
+    bool stays = finite;  // no lane's reference moves in this round, and none is ±inf or NaN
+    HWY_UNROLL(16)
+    for (size_t j = 0; j < kVecs; ++j) {
+      v[j] = hn::LoadU(d, x + i + j * N);
+      stays = stays && hn::AllTrue(d, hn::Le(v[j], limit[j]));  // (one test of all vectors: slower)
+    }
+    if (HWY_LIKELY(stays)) {
+      // the general step with m' = m: no rescale, and x - m' is x - m (0 where x == m, so the
+      // same bits)
+      HWY_UNROLL(16)
+      for (size_t j = 0; j < kVecs; ++j) p[j] = hn::Add(p[j], Exp<kFused>(d, hn::Sub(v[j], m[j])));
+    } else {
+      finite = true;
+      for (size_t j = 0; j < kVecs; ++j) {
+        V mj = m[j];
+        GeneralStep<kFused, false, T>(mj, s + j * P::kParts, p[j], v[j], 0, 0, 0);
+        set_references(j, mj);
+      }
+    }
+    if (++done == lse_block_rounds) {
+      done = 0;
+      HWY_UNROLL(16)
+      for (size_t j = 0; j < kVecs; ++j) Flush<T>(s + j * P::kParts, p[j]);
+    }
+  }
+  for (size_t j = 0; j < kVecs; ++j) hn::StoreU(m[j], d, mx + j * N);
+  for (size_t j = 0; j < kVecs; ++j) hn::StoreU(p[j], d, px + j * N);
+  for (size_t j = 0; j < kVecs * P::kParts; ++j) hn::StoreU(s[j], dd, sm + j * ND);
+}
+
+/// Feeds lanes [begin, end) of one round from r[begin..end) (a 32-element staging copy; the
+/// other entries are ignored): the head and tail of a stream that does not start or end on a
+/// round. The caller flushes when this completes a block.
+template <bool kFused, class T>
+HWY_INLINE void LsePart(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RESTRICT px, const T* HWY_RESTRICT r,
+                        int begin, int end) {
+  using P = SumParts<T>;
+  const typename P::DT d;
+  const typename P::DD dd;
+  constexpr size_t N = HWY_LANES(T);
+  constexpr size_t ND = HWY_LANES(double);
+  for (size_t j = 0; j < reduce_lanes / N; ++j) {
+    const int first = static_cast<int>(j * N);
+    if (first + static_cast<int>(N) <= begin || first >= end) continue;
+    auto m = hn::LoadU(d, mx + j * N);
+    auto p = hn::LoadU(d, px + j * N);
+    typename P::VD s[P::kParts];
+    for (size_t k = 0; k < P::kParts; ++k) s[k] = hn::LoadU(dd, sm + (j * P::kParts + k) * ND);
+    GeneralStep<kFused, true, T>(m, s, p, hn::LoadU(d, r + j * N), first, begin, end);
+    hn::StoreU(m, d, mx + j * N);
+    hn::StoreU(p, d, px + j * N);
+    for (size_t k = 0; k < P::kParts; ++k) hn::StoreU(s[k], dd, sm + (j * P::kParts + k) * ND);
+  }
+}
+
+/// out[k] = sum[k] * exp(max[k] - top) for the 32 lanes (lse_result's rescaling).
+template <bool kFused, class T>
+HWY_INLINE void LseRescale(const T* HWY_RESTRICT mx, const double* HWY_RESTRICT sm, double top, double* HWY_RESTRICT out) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<T, decltype(dd)> dt;
+  constexpr size_t ND = HWY_LANES(double);
+  for (size_t k = 0; k < reduce_lanes; k += ND) {
+    hn::Vec<decltype(dd)> m;
+    if constexpr (std::is_same_v<T, double>) m = hn::LoadU(dd, mx + k);
+    else m = hn::PromoteTo(dd, hn::LoadU(dt, mx + k));
+    const auto f = Exp<kFused>(dd, hn::Sub(m, hn::Set(dd, top)));
+    hn::StoreU(hn::Mul(hn::LoadU(dd, sm + k), f), dd, out + k);
+  }
+}
+void LseRescaleF32(const float* mx, const double* sm, double top, double* out, bool fused) {
+  if (fused) LseRescale<true>(mx, sm, top, out);
+  else LseRescale<false>(mx, sm, top, out);
+}
+void LseRescaleF64(const double* mx, const double* sm, double top, double* out, bool fused) {
+  if (fused) LseRescale<true>(mx, sm, top, out);
+  else LseRescale<false>(mx, sm, top, out);
+}
+
+template <class T>
+using lse_rounds_fn = void (*)(T*, double*, T*, const T*, index_t, int);
+template <class T>
+using lse_part_fn = void (*)(T*, double*, T*, const T*, int, int);
+
+template <class T>
+HWY_INLINE lse_rounds_fn<T> PickRounds(bool fused, bool streamed) {
+  if (fused) return streamed ? &LseRounds<true, true, T> : &LseRounds<true, false, T>;
+  return streamed ? &LseRounds<false, true, T> : &LseRounds<false, false, T>;
+}
+lse_rounds_fn<float> LseRoundsF32(bool fused, bool streamed) { return PickRounds<float>(fused, streamed); }
+lse_rounds_fn<double> LseRoundsF64(bool fused, bool streamed) { return PickRounds<double>(fused, streamed); }
+lse_part_fn<float> LsePartF32(bool fused) { return fused ? &LsePart<true, float> : &LsePart<false, float>; }
+lse_part_fn<double> LsePartF64(bool fused) { return fused ? &LsePart<true, double> : &LsePart<false, double>; }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace ct::detail::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ct::detail::kernels {
+
+HWY_EXPORT(LseRoundsF32);
+HWY_EXPORT(LseRoundsF64);
+HWY_EXPORT(LsePartF32);
+HWY_EXPORT(LsePartF64);
+HWY_EXPORT(LseRescaleF32);
+HWY_EXPORT(LseRescaleF64);
+
+namespace {
+
+/// The stream's first elements up to the next round, whole rounds, then the rest: each lane
+/// meets its elements in stream order whatever the cut.
+template <class T, class Rounds, class Part>
+void lse_stream(lse_state<T>& st, const T* x, index_t n, Rounds rounds, Part part) {
+  const auto partial = [&](const T* p, index_t len) {
+    const int begin = static_cast<int>(st.count % reduce_lanes);
+    T staged[reduce_lanes] = {};
+    std::copy(p, p + len, staged + begin);
+    part(st.max, st.sum, st.part, staged, begin, begin + static_cast<int>(len));
+    st.count += len;
+    if (st.count % (reduce_lanes * lse_block_rounds) == 0) lse_flush(st);  // completed a block
+  };
+  const index_t phase = st.count % reduce_lanes;
+  const index_t head = phase == 0 ? 0 : std::min(n, reduce_lanes - phase);
+  if (head > 0) partial(x, head);
+  const index_t whole = (n - head) / reduce_lanes * reduce_lanes;
+  if (whole > 0) {
+    rounds(st.max, st.sum, st.part, x + head, whole, static_cast<int>(st.count / reduce_lanes % lse_block_rounds));
+    st.count += whole;
+  }
+  if (n - head - whole > 0) partial(x + head + whole, n - head - whole);
+}
+
+}  // namespace
+
+void simd_lse(lse_state<float>& st, const float* x, index_t n, bool fused, bool streamed) {
+  lse_stream(st, x, n, HWY_DYNAMIC_DISPATCH(LseRoundsF32)(fused, streamed), HWY_DYNAMIC_DISPATCH(LsePartF32)(fused));
+}
+void simd_lse(lse_state<double>& st, const double* x, index_t n, bool fused, bool streamed) {
+  lse_stream(st, x, n, HWY_DYNAMIC_DISPATCH(LseRoundsF64)(fused, streamed), HWY_DYNAMIC_DISPATCH(LsePartF64)(fused));
+}
+
+void simd_lse_rescale(const float* max, const double* sum, double top, double* out, bool fused) noexcept {
+  HWY_DYNAMIC_DISPATCH(LseRescaleF32)(max, sum, top, out, fused);
+}
+void simd_lse_rescale(const double* max, const double* sum, double top, double* out, bool fused) noexcept {
+  HWY_DYNAMIC_DISPATCH(LseRescaleF64)(max, sum, top, out, fused);
+}
+
+}  // namespace ct::detail::kernels
+#endif  // HWY_ONCE
