@@ -192,3 +192,26 @@ TEST_CASE("logsumexp in expressions: one pass in every layout, the same bits on 
   ct_test::expect_same_under_every_executor<float>([&] { return ct::logsumexp(xt, 0); }, "logsumexp columns");
   ct_test::expect_same_under_every_executor<float>([&] { return x - ct::logsumexp(x * 1.0f, -1, true); }, "log-softmax by hand");
 }
+
+TEST_CASE("logsumexp in expressions: infinities and NaN along rows and along columns", "[reduce][logsumexp]") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // columns: all -inf; finite with one +inf; finite with a NaN; finite with -inf; finite
+  auto c = ct::from_list<float>({{-inf, 1.0f, 1.0f, -inf, 0.5f},
+                                 {-inf, inf, nan, 2.0f, -0.5f},
+                                 {-inf, 3.0f, 4.0f, 3.0f, 1.5f},
+                                 {-inf, -2.0f, 0.0f, -inf, 2.5f}});
+  const auto rows = ct::eval(c.transpose() * 1.0f);  // the same data as contiguous rows
+  for (ct::backend b : {ct::backend::scalar, ct::backend::simd}) {
+    ct::settings_scope scope({b, ct::fma_policy::fused});
+    for (const auto& got : {ct::eval(ct::logsumexp(c, 0)), ct::eval(ct::logsumexp(rows, 1))}) {
+      INFO((b == ct::backend::scalar ? "scalar" : "simd"));
+      CHECK(got(0) == -inf);
+      CHECK(got(1) == inf);
+      CHECK(std::isnan(got(2)));
+      const double want3 = std::log(std::exp(2.0) + std::exp(3.0));  // -inf adds nothing
+      CHECK(std::fabs(got(3) - want3) <= 1e-6);
+      const double want4 = std::log(std::exp(0.5) + std::exp(-0.5) + std::exp(1.5) + std::exp(2.5));
+      CHECK(std::fabs(got(4) - want4) <= 1e-6);
+    }
+  }
+}
