@@ -65,12 +65,13 @@ CT_KERNELS_DECLARE_SIMD(double)
 #undef CT_KERNELS_DECLARE_SIMD
 const char* simd_target() noexcept;  // src/kernels/simd_target.cpp
 
-/// Splits a stream of n elements fed to acc the way every lane-wise kernel does: part(at, len)
-/// for the head (until the next element belongs to lane 0) and the tail (less than a round),
-/// which must feed acc element by element (advancing acc.count), and bulk(at, len, fresh) for
-/// the whole 32-element rounds in between; fresh: nothing was fed since the init.
-template <class Part, class Bulk>
-void by_lane_rounds(lane_accumulator& acc, index_t n, Part part, Bulk bulk) {
+/// Splits a stream of n elements fed to acc (a lane_accumulator or lse_state) the way every
+/// lane-wise kernel does: part(at, len) for the head (until the next element belongs to lane 0)
+/// and the tail (less than a round), which must feed acc (advancing acc.count), and
+/// bulk(at, len, fresh) for the whole 32-element rounds in between (acc.count still the count
+/// before them); fresh: nothing was fed since the init.
+template <class State, class Part, class Bulk>
+void by_lane_rounds(State& acc, index_t n, Part part, Bulk bulk) {
   const index_t phase = acc.count % reduce_lanes;
   const index_t head = phase == 0 ? 0 : (n < reduce_lanes - phase ? n : reduce_lanes - phase);
   part(index_t{0}, head);

@@ -235,27 +235,24 @@ HWY_EXPORT(LseRescaleF64);
 
 namespace {
 
-/// The stream's first elements up to the next round, whole rounds, then the rest: each lane
-/// meets its elements in stream order whatever the cut.
+/// Feeds x[0..n) with by_lane_rounds' split: the head and the tail through staged partial
+/// rounds, the whole rounds in between through `rounds`.
 template <class T, class Rounds, class Part>
 void lse_stream(lse_state<T>& st, const T* x, index_t n, Rounds rounds, Part part) {
-  const auto partial = [&](const T* p, index_t len) {
-    const int begin = static_cast<int>(st.count % reduce_lanes);
-    T staged[reduce_lanes] = {};
-    std::copy(p, p + len, staged + begin);
-    part(st.max, st.sum, st.part, staged, begin, begin + static_cast<int>(len));
-    st.count += len;
-    if (st.count % (reduce_lanes * lse_block_rounds) == 0) lse_flush(st);  // completed a block
-  };
-  const index_t phase = st.count % reduce_lanes;
-  const index_t head = phase == 0 ? 0 : std::min(n, reduce_lanes - phase);
-  if (head > 0) partial(x, head);
-  const index_t whole = (n - head) / reduce_lanes * reduce_lanes;
-  if (whole > 0) {
-    rounds(st.max, st.sum, st.part, x + head, whole, static_cast<int>(st.count / reduce_lanes % lse_block_rounds));
-    st.count += whole;
-  }
-  if (n - head - whole > 0) partial(x + head + whole, n - head - whole);
+  by_lane_rounds(
+      st, n,
+      [&](index_t at, index_t len) {
+        if (len == 0) return;
+        const int begin = static_cast<int>(st.count % reduce_lanes);
+        T staged[reduce_lanes] = {};
+        std::copy(x + at, x + at + len, staged + begin);
+        part(st.max, st.sum, st.part, staged, begin, begin + static_cast<int>(len));
+        st.count += len;
+        if (st.count % (reduce_lanes * lse_block_rounds) == 0) lse_flush(st);  // completed a block
+      },
+      [&](index_t at, index_t len, bool) {
+        rounds(st.max, st.sum, st.part, x + at, len, static_cast<int>(st.count / reduce_lanes % lse_block_rounds));
+      });
 }
 
 }  // namespace
