@@ -28,7 +28,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 /// float (one promoted vector where the vectors have one lane).
 template <class T>
 struct SumParts {
-  static constexpr size_t kParts = HWY_LANES(T) / HWY_LANES(double);
+  static constexpr size_t N = HWY_LANES(T), ND = HWY_LANES(double);  // lanes of V and of VD
+  static constexpr size_t kParts = N / ND;
   using DT = hn::ScalableTag<T>;
   using DD = hn::ScalableTag<double>;
   using V = hn::Vec<DT>;
@@ -106,8 +107,7 @@ HWY_INLINE void LseRounds(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RE
   using P = SumParts<T>;
   const typename P::DT d;
   const typename P::DD dd;
-  constexpr size_t N = HWY_LANES(T);
-  constexpr size_t ND = HWY_LANES(double);
+  constexpr size_t N = P::N, ND = P::ND;
   constexpr size_t kVecs = reduce_lanes / N;
   static_assert(kVecs * N == reduce_lanes, "32 lanes must split evenly into vectors");
   using V = typename P::V;
@@ -165,8 +165,7 @@ HWY_INLINE void LsePart(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_REST
   using P = SumParts<T>;
   const typename P::DT d;
   const typename P::DD dd;
-  constexpr size_t N = HWY_LANES(T);
-  constexpr size_t ND = HWY_LANES(double);
+  constexpr size_t N = P::N, ND = P::ND;
   for (size_t j = 0; j < reduce_lanes / N; ++j) {
     const int first = static_cast<int>(j * N);
     if (first + static_cast<int>(N) <= begin || first >= end) continue;
