@@ -739,8 +739,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // ct's nodes hold their children by value, so a shared sub-expression is a copy and the
   // tree ct lowers is the expanded one (x + x, nested twelve times, lowers 4096 leaves): the
   // expanded size stays under 256 nodes, a child that would pass it is replaced by a leaf.
-  // The normalisations hold their argument up to five times (logsumexp: in the max, and four
-  // times through the shift), so they count it five times.
+  // The normalisations hold their argument up to four times (softmax: twice in each exp(x -
+  // max(x))); logsumexp, once a composite holding it five times, is one reducer now. They
+  // all still count it five times: a bound, and the corpus keeps generating the same trees.
   std::vector<int> expanded(static_cast<std::size_t>(nleaves), 1);
   const auto add = [&](node_spec s) {
     const int copies = is_norm(s.k) ? 5 : 1;
