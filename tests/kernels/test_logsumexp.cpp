@@ -168,7 +168,7 @@ TEST_CASE("logsumexp online normalizer: infinities and NaN wherever they fall", 
   }
 }
 
-TEST_CASE("logsumexp in expressions: one pass in every layout, the same bits on every path to the kernel", "[reduce][logsumexp]") {
+TEST_CASE("logsumexp in expressions: one pass in every layout, the same bits on every path to the kernel", "[reduce][logsumexp][executor]") {
   const auto x = ct::random_uniform<float>({9, 1030}, 21, -30.0f, 30.0f);
   const auto plain = ct::eval(ct::logsumexp(x, -1));  // a plain row reduction
   // x * 1 is x, fed to the reducer through the general row walk in tiles
