@@ -1,9 +1,10 @@
 // src/expr/run/reducers.hpp — reducer states: start, feed, finish, in both layouts (internal).
 //
 // Row layout (row_*): one state per reducer and group, fed a tile at a time by the SIMD
-// kernels (float sums in double lanes, max/min with their position), integers and bools by
-// the loops below. Column layout (column_*): one accumulator per group of a block, fed one
-// reduced position at a time, each group sequentially, in double for floats.
+// kernels (float sums in double lanes, max/min with their position, logsumexp's lanes of
+// reference and sums), integers and bools by the loops below. Column layout (column_*): one
+// accumulator per group of a block, fed one reduced position at a time, each group
+// sequentially, in double for floats (logsumexp: the reference in dvalue, its sum in dsum).
 // Both layouts share the reducers' rules for integers and bools (start values, wrap-around,
 // the first extreme wins). Their float paths stay apart: the row layout adds in the kernels'
 // double lanes, the column layout one double per group in order, and each order gives its
