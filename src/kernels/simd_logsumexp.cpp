@@ -73,10 +73,11 @@ HWY_INLINE void GeneralStep(hn::Vec<hn::ScalableTag<T>>& m, hn::Vec<hn::Scalable
   const auto nan = hn::Or(hn::IsNaN(m), hn::IsNaN(v));
   const auto grow = hn::Gt(v, hn::Add(m, hn::Set(d, T(lse_headroom))));
   auto mn = hn::IfThenElse(nan, hn::Add(m, v), hn::IfThenElse(grow, v, m));
-  if constexpr (kMasked) mn = hn::IfThenElse(LaneRange(d, first, begin, end), mn, m);
+  const auto active = kMasked ? LaneRange(d, first, begin, end) : hn::FirstN(d, HWY_LANES(T));
+  if constexpr (kMasked) mn = hn::IfThenElse(active, mn, m);
   // exp(x - m'), exactly 1 where x is the reference (an inactive lane's partial gets no term)
   auto e = Exp<kFused>(d, hn::IfThenElseZero(hn::Ne(v, mn), hn::Sub(v, mn)));
-  if constexpr (kMasked) e = hn::IfThenElseZero(LaneRange(d, first, begin, end), e);
+  if constexpr (kMasked) e = hn::IfThenElseZero(active, e);
   const auto rescale = [&](auto part, size_t k) {  // moved lanes: s = (s + p) * exp(m - m')
     constexpr size_t kPart = decltype(part)::value;
     const auto md = P::template Part<kPart>(m), mnd = P::template Part<kPart>(mn);

@@ -23,7 +23,6 @@ namespace {
 
 using ct::index_t;
 namespace k = ct::detail::kernels;
-namespace kt = ct::detail::kernels;
 
 template <class T>
 double lse_of(const std::vector<T>& x, const ct::settings& s, const std::vector<index_t>& cuts = {}) {
@@ -116,8 +115,8 @@ TEST_CASE("logsumexp online normalizer: the same bits on every simd target with 
     std::vector<double> native, dnative;
     for (const auto& r : rows) native.push_back(lse_of(r.second, s, {17}));
     for (const auto& r : drows) dnative.push_back(lse_of(r.second, s, {40}));
-    for (const std::int64_t t : kt::simd_available_targets()) {
-      const std::string label = kt::simd_target_label(t);
+    for (const std::int64_t t : k::simd_available_targets()) {
+      const std::string label = k::simd_target_label(t);
       if (label.rfind("AVX", 0) != 0) continue;  // FMA is emulated before AVX2: other exp bits
       const ct_test_kernels::pinned_target pin(t);
       INFO(label << " " << ct_test_kernels::describe(s));

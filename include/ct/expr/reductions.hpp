@@ -8,7 +8,6 @@
 /// reduce the same axes of the expression's shape.
 #pragma once
 #include <algorithm>
-#include <limits>
 
 #include "ct/expr/functions.hpp"
 
@@ -242,8 +241,9 @@ auto mean(const X& x) {
 }
 
 /// log(sum(exp(x))) computed stably and reading x once (the online normalizer): each of 32
-/// lanes keeps a running maximum m and the sum of exp(x - m), rescaled when m grows; the lanes
-/// are combined in double as M + log(sum of s * exp(m - M)). A reduction of its own: inside a
+/// lanes keeps a reference m (one of its elements, moved only to an element more than 8 above
+/// it) and the sum s of exp(x - m), rescaled when m moves; the lanes are combined in double as
+/// M + log(sum of s * exp(m - M)). A reduction of its own: inside a
 /// larger expression (x - logsumexp(x, -1)) it is one pass like sum or max. Rows of -inf give
 /// -inf, rows holding +inf give +inf, NaN gives NaN. Over empty axes: ct::empty_reduction_error
 /// (like max, it has no value there). keepdims and the axis rules as for the other reductions.

@@ -4,7 +4,7 @@
 // kernels (float sums in double lanes, max/min with their position, logsumexp's lanes of
 // reference and sums), integers and bools by the loops below. Column layout (column_*): one
 // accumulator per group of a block, fed one reduced position at a time, each group
-// sequentially, in double for floats (logsumexp: the reference in dvalue, its sum in dsum).
+// sequentially, in double for floats (logsumexp: the running maximum in dvalue, its sum in dsum).
 // Both layouts share the reducers' rules for integers and bools (start values, wrap-around,
 // the first extreme wins). Their float paths stay apart: the row layout adds in the kernels'
 // double lanes, the column layout one double per group in order, and each order gives its
@@ -213,7 +213,9 @@ inline void column_feed(const column_accumulators& a, reduce_op op, dtype at, co
         for (index_t j = 0; j < n; ++j) a.dvalue[j] += static_cast<double>(v[0]);
       } else if (op == reduce_op::prod) {
         for (index_t j = 0; j < n; ++j) a.dvalue[j] *= static_cast<double>(v[j * step]);
-      } else if (op == reduce_op::logsumexp) {  // lse_state's rules, one lane in double
+      } else if (op == reduce_op::logsumexp) {
+        // one lane in double following the running maximum (lse_state's headroom and partials
+        // are the row kernels' speed; here every step is a scalar exp in double anyway)
         for (index_t j = 0; j < n; ++j) {
           const double x = static_cast<double>(v[j * step]), m = a.dvalue[j];
           const double mn = (m != m || x != x) ? m + x : std::max(m, x);
