@@ -3,7 +3,7 @@
 //
 // GEMM is BLIS-style: B is packed into panels NR columns wide (once, before scheduling, by
 // gemm_pack_b — or read in place when it is small and row-contiguous), each callback copies
-// its own MC x KC blocks of A into a contiguous, conflict-free block (or reads a narrow
+// its own MC x KC blocks of A into micro-panels of MR rows interleaved by k (or reads a narrow
 // product's A in place), and a register-blocked MR x NR micro-kernel (broadcast one A value,
 // two B vectors, 2*MR accumulators) sums k in chunks of gemm_k_chunk, each from zero, adding
 // each chunk's sums to the destination in the element type. Chunk boundaries are fixed by k
@@ -99,7 +99,7 @@ using micro_fn = void (*)(index_t kc, const T* a, index_t lda, const T* b, index
 // order). a: row i at a + i * lda (unit stride along k); b: NR contiguous values per k,
 // consecutive k brs apart; c: row stride ldc, unit column stride, only the first nvalid
 // columns exist. accumulate: this block is not the product's first (C holds earlier chunks).
-template <class T, index_t MR, bool kFused>
+template <class T, index_t MR, bool kFused, bool kPanelA>
 HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const T* HWY_RESTRICT b, index_t brs,
                         T* HWY_RESTRICT c, index_t ldc, index_t nvalid, bool accumulate) {
   using G = geom<T>;
@@ -110,6 +110,14 @@ HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const 
   const bool full = nvalid == 2 * L;
   const auto m0 = hn::FirstN(d, static_cast<size_t>(std::min(nvalid, L)));
   const auto m1 = hn::FirstN(d, static_cast<size_t>(nvalid > L ? nvalid - L : 0));
+  // The C tile was last touched a whole sweep of C ago (the previous block of k): in a large
+  // product it is in DRAM by now. Fetching it while the k loop runs (thousands of cycles)
+  // hides the misses that would otherwise stall the stores and adds at the end.
+#pragma GCC unroll 16
+  for (index_t i = 0; i < MR; ++i) {
+    hwy::Prefetch(c + i * ldc);
+    hwy::Prefetch(c + i * ldc + (nvalid - 1));
+  }
   for (index_t q = 0; q < kc; q += gemm_k_chunk) {
     const index_t steps = std::min(gemm_k_chunk, kc - q);
 #pragma GCC unroll 16
@@ -119,11 +127,11 @@ HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const 
       const V b1 = hn::LoadU(d, b + L);
 #pragma GCC unroll 16
       for (index_t i = 0; i < MR; ++i) {
-        const V ai = hn::Set(d, a[i * lda]);
+        const V ai = hn::Set(d, kPanelA ? a[i] : a[i * lda]);
         c0[i] = madd<kFused>(ai, b0, c0[i]);
         c1[i] = madd<kFused>(ai, b1, c1[i]);
       }
-      ++a;
+      a += kPanelA ? G::MR : 1;
       b += brs;
     }
     const bool add = accumulate || q > 0;
@@ -153,41 +161,73 @@ HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const 
 
 // micro<T, mr> for mr = 1..MR, indexed by mr - 1: the last micro-panel of a block may have
 // fewer rows, and runs the same per-element steps.
-template <class T, bool kFused, std::size_t... I>
+template <class T, bool kFused, bool kPanelA, std::size_t... I>
 constexpr std::array<micro_fn<T>, sizeof...(I)> micro_table(std::index_sequence<I...>) {
-  return {&micro<T, static_cast<index_t>(I) + 1, kFused>...};
+  return {&micro<T, static_cast<index_t>(I) + 1, kFused, kPanelA>...};
 }
-template <class T, bool kFused>
-inline constexpr auto micro_kernels = micro_table<T, kFused>(std::make_index_sequence<static_cast<std::size_t>(kMR)>());
+template <class T, bool kFused, bool kPanelA>
+inline constexpr auto micro_kernels =
+    micro_table<T, kFused, kPanelA>(std::make_index_sequence<static_cast<std::size_t>(kMR)>());
 
-// A[mc x kc] -> rows of a contiguous block, row i at out + i * ldp. ldp is an odd number of
-// cache lines, so the MR rows a micro-kernel reads side by side never crowd into a few L1
-// sets (a power-of-two row stride of A itself would map them all to one set).
+// Rows [0, G) x steps [0, G) of a row-contiguous A (row stride ars), G = 16 / sizeof(T), into
+// a micro-panel: step p's G values at out + p * MR. A 4x4 (2x2) transpose in 128-bit vectors.
+#if HWY_TARGET != HWY_SCALAR
 template <class T>
-void pack_a(const T* a, index_t ars, index_t acs, index_t mc, index_t kc, index_t ldp, T* HWY_RESTRICT out) {
-  using G = geom<T>;
-  const typename G::D d;
-  constexpr index_t L = G::L;
-  for (index_t i = 0; i < mc; ++i) {
-    const T* src = a + i * ars;
-    T* dst = out + i * ldp;
-    if (acs == 1) {
-      index_t p = 0;
-      for (; p + L <= kc; p += L) hn::Store(hn::LoadU(d, src + p), d, dst + p);
-      for (; p < kc; ++p) dst[p] = src[p];
-    } else {
-      for (index_t p = 0; p < kc; ++p) dst[p] = src[p * acs];
-    }
+HWY_INLINE void transpose_into_panel(const T* HWY_RESTRICT a, index_t ars, T* HWY_RESTRICT out) {
+  constexpr index_t MR = geom<T>::MR;
+  const hn::Full128<T> d;
+  if constexpr (sizeof(T) == 4) {
+    const auto r0 = hn::LoadU(d, a), r1 = hn::LoadU(d, a + ars);
+    const auto r2 = hn::LoadU(d, a + 2 * ars), r3 = hn::LoadU(d, a + 3 * ars);
+    const auto t0 = hn::InterleaveLower(d, r0, r1), t1 = hn::InterleaveLower(d, r2, r3);
+    const auto t2 = hn::InterleaveUpper(d, r0, r1), t3 = hn::InterleaveUpper(d, r2, r3);
+    hn::StoreU(hn::ConcatLowerLower(d, t1, t0), d, out);
+    hn::StoreU(hn::ConcatUpperUpper(d, t1, t0), d, out + MR);
+    hn::StoreU(hn::ConcatLowerLower(d, t3, t2), d, out + 2 * MR);
+    hn::StoreU(hn::ConcatUpperUpper(d, t3, t2), d, out + 3 * MR);
+  } else {
+    static_assert(sizeof(T) == 8);
+    const auto r0 = hn::LoadU(d, a), r1 = hn::LoadU(d, a + ars);
+    hn::StoreU(hn::InterleaveLower(d, r0, r1), d, out);
+    hn::StoreU(hn::InterleaveUpper(d, r0, r1), d, out + MR);
   }
 }
+#endif
 
-// Row stride of a packed A block: kc rounded up to whole cache lines, made odd in lines.
+// A[mc x kc] -> micro-panels of MR rows, panel r at out + r * MR * kc, its element (i, p) at
+// p * MR + i: the MR values one step of k broadcasts are side by side (one pointer, one or two
+// lines), the layout BLIS packs A in. Rows past the last panel's mr are never read.
 template <class T>
-constexpr index_t packed_a_stride(index_t kc) {
-  constexpr index_t line = 64 / static_cast<index_t>(sizeof(T));
-  index_t lines = (kc + line - 1) / line;
-  if (lines % 2 == 0) ++lines;
-  return lines * line;
+void pack_a_panels(const T* a, index_t ars, index_t acs, index_t mc, index_t kc, T* HWY_RESTRICT out) {
+  constexpr index_t MR = geom<T>::MR, G = 16 / static_cast<index_t>(sizeof(T));
+  for (index_t ir = 0; ir < mc; ir += MR) {
+    const index_t mr = std::min(MR, mc - ir);
+    T* panel = out + ir * kc;
+    const T* src = a + ir * ars;
+    index_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+    if (acs == 1) {
+      const index_t pv = kc / G * G;
+      // The next panel's rows, one line each per line of this one: A's rows are short runs
+      // (kc values) a row stride apart, too short for the hardware prefetcher to follow.
+      constexpr index_t per_line = 64 / static_cast<index_t>(sizeof(T));
+      const bool next = ir + MR < mc;
+      for (; i + G <= mr; i += G) {
+        for (index_t p = 0; p < pv; p += G) {
+          if (next && p % per_line == 0)
+            for (index_t r = i; r < i + G; ++r) hwy::Prefetch(src + (MR + r) * ars + p);
+          transpose_into_panel(src + i * ars + p, ars, panel + p * MR + i);
+        }
+        for (index_t p = pv; p < kc; ++p)
+          for (index_t r = i; r < i + G; ++r) panel[p * MR + r] = src[r * ars + p];
+      }
+    }
+#else
+    (void)G;
+#endif
+    for (; i < mr; ++i)
+      for (index_t p = 0; p < kc; ++p) panel[p * MR + i] = src[i * ars + p * acs];
+  }
 }
 
 // A B whose columns are contiguous (brs == 1: B is the transpose of a row-major W, as in
@@ -221,6 +261,8 @@ void pack_b_columns(index_t k, index_t n, const T* b, index_t bcs, T* HWY_RESTRI
 
 // B[k x n] -> panels of NR columns (zero padded), each k rows of NR values; panel q starts
 // at out + q * k * NR.
+inline constexpr index_t b_prefetch_rows = 8;
+
 template <class T>
 void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY_RESTRICT out) {
   constexpr index_t NR = geom<T>::NR;
@@ -232,6 +274,12 @@ void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY
       const T* src = b + p * brs + jr * bcs;
       T* dst = panel + p * NR;
       if (bcs == 1 && nr == NR) {
+        // A panel reads NR values from each row of B, a row stride apart: prefetch a few rows
+        // ahead (the stride defeats the hardware prefetcher when B's rows are long).
+        if (p + b_prefetch_rows < k) {
+          hwy::Prefetch(src + b_prefetch_rows * brs);
+          hwy::Prefetch(src + b_prefetch_rows * brs + NR - 1);
+        }
         const typename geom<T>::D d;
         hn::Store(hn::LoadU(d, src), d, dst);
         hn::Store(hn::LoadU(d, src + geom<T>::L), d, dst + geom<T>::L);
@@ -313,12 +361,10 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
   // 2n flops of use: worth it for wide products (and needed for strided A), not for narrow
   // ones, which read a row-contiguous A in place.
   const bool direct_a = g.acs == 1 && g.n <= G::direct_a_max_n;
-  const index_t ldp = packed_a_stride<T>(kc_max);
-  scratch<T> apack(direct_a ? 0 : mc_max * ldp);
+  scratch<T> apack(direct_a ? 0 : (mc_max + MR - 1) / MR * MR * kc_max);
   scratch<T> bedge(direct ? kc_max * NR : 0);
   alignas(64) T tile[MR * NR];
-  const auto& kernels = micro_kernels<T, kFused>;
-  const index_t lda = direct_a ? g.ars : ldp;
+  const auto& kernels = direct_a ? micro_kernels<T, kFused, false> : micro_kernels<T, kFused, true>;
 
   for (index_t pc = 0; pc < g.k; pc += KC) {
     const index_t kc = std::min(KC, g.k - pc);
@@ -333,7 +379,7 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
     }
     for (index_t ic = r0; ic < r1; ic += MC) {
       const index_t mc = std::min(MC, r1 - ic);
-      if (!direct_a) pack_a(g.a + ic * g.ars + pc * g.acs, g.ars, g.acs, mc, kc, ldp, apack.get());
+      if (!direct_a) pack_a_panels(g.a + ic * g.ars + pc * g.acs, g.ars, g.acs, mc, kc, apack.get());
       for (index_t jr = 0; jr < g.n; jr += NR) {
         const index_t nr = std::min(NR, g.n - jr);
         const T* bp;
@@ -350,16 +396,16 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
         }
         for (index_t ir = 0; ir < mc; ir += MR) {
           const index_t mr = std::min(MR, mc - ir);
-          const T* ap = direct_a ? g.a + (ic + ir) * g.ars + pc : apack.get() + ir * ldp;
+          const T* ap = direct_a ? g.a + (ic + ir) * g.ars + pc : apack.get() + ir * kc;
           T* cp = g.c + (ic + ir) * g.crs + jr * g.ccs;
           const micro_fn<T> kernel = kernels[static_cast<std::size_t>(mr - 1)];
           if (g.ccs == 1) {
-            kernel(kc, ap, lda, bp, bstride, cp, g.crs, nr, accumulate);
+            kernel(kc, ap, g.ars, bp, bstride, cp, g.crs, nr, accumulate);
           } else {  // strided destination: go through a contiguous tile
             if (accumulate)
               for (index_t i = 0; i < mr; ++i)
                 for (index_t j = 0; j < nr; ++j) tile[i * NR + j] = cp[i * g.crs + j * g.ccs];
-            kernel(kc, ap, lda, bp, bstride, tile, NR, NR, accumulate);
+            kernel(kc, ap, g.ars, bp, bstride, tile, NR, NR, accumulate);
             for (index_t i = 0; i < mr; ++i)
               for (index_t j = 0; j < nr; ++j) cp[i * g.crs + j * g.ccs] = tile[i * NR + j];
           }
