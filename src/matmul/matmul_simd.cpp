@@ -91,7 +91,7 @@ HWY_INLINE V madd(V a, V b, V c) {
 
 template <class T>
 using micro_fn = void (*)(index_t kc, const T* a, index_t lda, const T* b, index_t brs, T* c, index_t ldc,
-                          index_t nvalid, bool accumulate);
+                          index_t nvalid, bool accumulate, const T* b_next);
 
 // C[MR x NR] (= or +=) A_panel[MR x kc] * B_panel[kc x NR], k in chunks of gemm_k_chunk
 // (kc is a multiple of it but for the last block of k): each chunk is summed from zero in the
@@ -101,7 +101,7 @@ using micro_fn = void (*)(index_t kc, const T* a, index_t lda, const T* b, index
 // columns exist. accumulate: this block is not the product's first (C holds earlier chunks).
 template <class T, index_t MR, bool kFused, bool kPanelA>
 HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const T* HWY_RESTRICT b, index_t brs,
-                        T* HWY_RESTRICT c, index_t ldc, index_t nvalid, bool accumulate) {
+                        T* HWY_RESTRICT c, index_t ldc, index_t nvalid, bool accumulate, const T* b_next) {
   using G = geom<T>;
   const typename G::D d;
   constexpr index_t L = G::L;
@@ -123,6 +123,11 @@ HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const 
 #pragma GCC unroll 16
     for (index_t i = 0; i < MR; ++i) c0[i] = c1[i] = hn::Zero(d);
     for (index_t p = 0; p < steps; ++p) {
+      // One line per step of the data the next micro-kernel call starts on (b_next: see
+      // gemm_rows_t), into L2: a small callback's first pass over a B panel would otherwise
+      // wait on memory for every line of it.
+      __builtin_prefetch(b_next, 0, 2);
+      b_next += 64 / sizeof(T);
       const V b0 = hn::LoadU(d, b);
       const V b1 = hn::LoadU(d, b + L);
 #pragma GCC unroll 16
@@ -394,18 +399,26 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
           bp = bedge.get();
           bstride = NR;
         }
+        // The packed panel the loop goes to next (the next pc's first one after the last jr),
+        // handed to the micro-kernel calls half by half (kc lines each) to prefetch.
+        const T* next = bp;
+        if (!direct) {
+          if (jr + NR < g.n) next = bp + g.k * NR;
+          else if (pc + KC < g.k) next = packed_b + pc * NR + KC * NR;
+        }
         for (index_t ir = 0; ir < mc; ir += MR) {
           const index_t mr = std::min(MR, mc - ir);
+          const T* b_next = next == bp ? bp : next + (ir / MR % 2) * kc * (64 / static_cast<index_t>(sizeof(T)));
           const T* ap = direct_a ? g.a + (ic + ir) * g.ars + pc : apack.get() + ir * kc;
           T* cp = g.c + (ic + ir) * g.crs + jr * g.ccs;
           const micro_fn<T> kernel = kernels[static_cast<std::size_t>(mr - 1)];
           if (g.ccs == 1) {
-            kernel(kc, ap, g.ars, bp, bstride, cp, g.crs, nr, accumulate);
+            kernel(kc, ap, g.ars, bp, bstride, cp, g.crs, nr, accumulate, b_next);
           } else {  // strided destination: go through a contiguous tile
             if (accumulate)
               for (index_t i = 0; i < mr; ++i)
                 for (index_t j = 0; j < nr; ++j) tile[i * NR + j] = cp[i * g.crs + j * g.ccs];
-            kernel(kc, ap, g.ars, bp, bstride, tile, NR, NR, accumulate);
+            kernel(kc, ap, g.ars, bp, bstride, tile, NR, NR, accumulate, b_next);
             for (index_t i = 0; i < mr; ++i)
               for (index_t j = 0; j < nr; ++j) cp[i * g.crs + j * g.ccs] = tile[i * NR + j];
           }
