@@ -198,11 +198,19 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   // measured with the Llama example's 15M model (K = 288 and 768) on a Zen 5 guest, prompts of
   // 8 / 16 / 32 / 64 tokens against the rows form — serially the tiles won from 16, under a
   // two-worker executor (one serial pass over all the rows first) from about 48.
+  //
+  // Weights too large to stay in L2 (weights_stream) are laid out per callback even under an
+  // executor: their products ask the executor for ranges of at least 32 vectors (the grain
+  // below), which amortise the layout, and a shared layout would be one serial pass over all
+  // of them before any callback starts (q8_0 128 x 4096 x 4096, two workers: 18.5-21.6 ms
+  // shared, against 12.4 ms for one worker).
   constexpr index_t tile_min_serial = 16, tile_min_shared = 48;
   const bool bound = static_cast<bool>(current_executor());
+  const bool weights_stream = static_cast<index_t>(w.row_bytes()) * q.n > static_cast<index_t>(tuned.row_block_bytes);
+  const bool share_layout = bound && !weights_stream;
   const bool tiles = quantized && qdot.tile != nullptr && qdot.tile_pack != nullptr && !p.vector && !q.groups_over_n &&
-                     !q.w_batched && q.m >= (bound ? tile_min_shared : tile_min_serial);
-  const bool shared_tiles = tiles && bound;
+                     !q.w_batched && q.m >= (share_layout ? tile_min_shared : tile_min_serial);
+  const bool shared_tiles = tiles && share_layout;
   detail::encoded::qtile_activations tiled;
   detail::encoded::qtile_weights tiled_w;
   if (tiles) {
@@ -289,6 +297,13 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   index_t block_rows = std::max<index_t>(
       1, std::min<index_t>(q.n, static_cast<index_t>(tuned.row_block_bytes) / std::max<index_t>(row_scratch, 1)));
   if (tiles) block_rows = std::max<index_t>(4, block_rows / 4 * 4);  // the tile kernel's rows start at quads
+  // The executor hint (range_callback::grain): every range streams all of the weight rows (about
+  // the time of 8 vectors' products for q8_0 4096 x 4096: 17 MiB against 0.11 ms per vector)
+  // and lays them out for the tile kernel, so ranges of a few vectors — a two-worker pool's
+  // default chunk of a 128-token prompt is 4 — spent most of their time on the weights. Two
+  // workers, 128 x 4096 x 4096, against one worker's 12.4-14.2 ms: q8_0 7.5-9.2 ms with a grain
+  // of 64, 9.6-11.0 with 32, 21.6-30.6 with none.
+  const index_t grain = weights_stream ? 4 * tile_min_serial : 1;
   detail::schedule(op, q.batches * q.m, [&](index_t start, index_t end) {
     const settings s = current_settings();
     std::vector<float> rows(quantized ? 0 : static_cast<std::size_t>(block_rows * k));
@@ -318,7 +333,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
       }
       g += m1 - m0;
     }
-  });
+  }, grain);
 }
 
 }  // namespace

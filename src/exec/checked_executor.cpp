@@ -29,7 +29,7 @@ executor checked_executor(executor inner) {
                                " overlaps an earlier range at group " + std::to_string(i));
       callback(start, end);
     };
-    inner(count, range_callback(checking));
+    inner(count, range_callback(checking, callback.grain()));
     for (index_t i = 0; i < count; ++i)
       if (!seen[static_cast<std::size_t>(i)].load()) {
         index_t j = i;

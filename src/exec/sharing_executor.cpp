@@ -26,7 +26,12 @@ executor sharing_executor(int workers, std::function<void(pool_job)> post, asio_
       callback(0, count);
       return;
     }
-    const index_t parts = static_cast<index_t>(workers) * options.chunks_per_worker;
+    // chunks_per_worker ranges per participant, fewer when that would cut ranges below the
+    // callback's grain — but never fewer than one per participant, and evenly sized: the
+    // grain is a fixed cost per range (a matrix product's pass over B), worth paying once
+    // per worker rather than leaving a worker idle.
+    const index_t parts = std::clamp<index_t>(count / callback.grain(), workers,
+                                              static_cast<index_t>(workers) * options.chunks_per_worker);
     const index_t chunk = std::max(options.min_chunk, (count + parts - 1) / parts);
     const index_t chunks = (count + chunk - 1) / chunk;
     const index_t helpers = std::min<index_t>(workers - 1, chunks - 1);
@@ -42,15 +47,22 @@ executor sharing_executor(int workers, std::function<void(pool_job)> post, asio_
     // helper joining, 2.8-2.9 us (one thread alone: 2.7) without. A posted helper starts only
     // after the pool's wake-up (~25 us on the benchmark VM), so a short call gains nothing from
     // it and pays for the post (1-4 us per call, the futex wake).
-    const index_t first = std::min(count, std::max(options.min_chunk, chunk / 4));  // min_chunk >= 1
-    const auto t0 = std::chrono::steady_clock::now();
-    const index_t left = job->run_first(first);
-    const double first_ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                    std::chrono::steady_clock::now() - t0).count());
-    if (left == 0 || first_ns * static_cast<double>(left) / static_cast<double>(first) <
-                         static_cast<double>(options.solo_below.count())) {
-      job->run_and_wait();
-      return;
+    //
+    // Not for a callback with a grain: its operation declared that every range pays a fixed cost
+    // (a matrix product's pass over a B too large for L2), so the call is long, and the probe
+    // would be one more such range on the caller's path before a helper is even invited: two
+    // workers ran a 128-row prompt product 1.05-1.1x one worker with the probe.
+    if (callback.grain() == 1) {
+      const index_t first = std::min(count, std::max(options.min_chunk, chunk / 4));  // min_chunk >= 1
+      const auto t0 = std::chrono::steady_clock::now();
+      const index_t left = job->run_first(first);
+      const double first_ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                      std::chrono::steady_clock::now() - t0).count());
+      if (left == 0 || first_ns * static_cast<double>(left) / static_cast<double>(first) <
+                           static_cast<double>(options.solo_below.count())) {
+        job->run_and_wait();
+        return;
+      }
     }
     // A helper that cannot be posted (post throws, e.g. bad_alloc) is simply missing: the
     // caller and the helpers already posted claim the remaining chunks, so the call still

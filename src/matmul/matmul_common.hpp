@@ -73,8 +73,9 @@ index_t simd_packed_b_size_f64(index_t k, index_t n, index_t brs, index_t bcs, c
 /// The register tile and cache blocking gemm_rows uses under budgets b (ct::gemm_blocking_for).
 void simd_gemm_blocking_f32(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc);
 void simd_gemm_blocking_f64(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc);
-void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out);
-void simd_pack_b_f64(index_t k, index_t n, const double* b, index_t brs, index_t bcs, double* out);
+// ahead_bytes: how far ahead (in B's bytes per panel row) packing prefetches B's rows.
+void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out, index_t ahead_bytes);
+void simd_pack_b_f64(index_t k, index_t n, const double* b, index_t brs, index_t bcs, double* out, index_t ahead_bytes);
 /// widen: the convert kernel for one contiguous row of n 16-bit values (src/kernels/convert.hpp).
 void simd_pack_b_widened_f32(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs,
                              void (*widen)(const std::uint16_t*, float*, index_t), float* out);

@@ -265,13 +265,13 @@ void pack_b_columns(index_t k, index_t n, const T* b, index_t bcs, T* HWY_RESTRI
 }
 
 // B[k x n] -> panels of NR columns (zero padded), each k rows of NR values; panel q starts
-// at out + q * k * NR.
-inline constexpr index_t b_prefetch_rows = 8;
-
+// at out + q * k * NR. ahead_bytes: the prefetch distance, in the panel's bytes (the GEMV
+// prefetch budget: the same question of how far ahead a strided stream must be fetched).
 template <class T>
-void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY_RESTRICT out) {
+void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY_RESTRICT out, index_t ahead_bytes) {
   constexpr index_t NR = geom<T>::NR;
   if (brs == 1 && bcs != 1) return pack_b_columns(k, n, b, bcs, out);
+  const index_t b_prefetch_rows = std::max<index_t>(1, ahead_bytes / (NR * static_cast<index_t>(sizeof(T))));
   for (index_t jr = 0; jr < n; jr += NR) {
     const index_t nr = std::min(NR, n - jr);
     T* panel = out + (jr / NR) * k * NR;
@@ -355,7 +355,7 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
   std::unique_ptr<scratch<T>> own_b;
   if (packed_b == nullptr && g.bcs != 1) {
     own_b = std::make_unique<scratch<T>>((g.n + NR - 1) / NR * NR * g.k);
-    pack_b_t(g.k, g.n, g.b, g.brs, g.bcs, own_b->get());
+    pack_b_t(g.k, g.n, g.b, g.brs, g.bcs, own_b->get(), budgets.gemv_prefetch_bytes);
     packed_b = own_b->get();
   }
   const bool direct = packed_b == nullptr;
@@ -625,8 +625,8 @@ constexpr bool kCanFuse = HWY_NATIVE_FMA != 0;
     kc = bl.kc;                                                                                              \
     mc = bl.mc;                                                                                              \
   }                                                                                                          \
-  void PackB##S(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out) {                       \
-    pack_b_t<T>(k, n, b, brs, bcs, out);                                                                     \
+  void PackB##S(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out, index_t ahead) {        \
+    pack_b_t<T>(k, n, b, brs, bcs, out, ahead);                                                              \
   }                                                                                                          \
   bool GemmRows##S(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r1, bool fused,           \
                    const mm_budgets& b) {                                                                    \
@@ -690,11 +690,11 @@ void simd_gemm_blocking_f32(const mm_budgets& b, index_t& mr, index_t& nr, index
 void simd_gemm_blocking_f64(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc) {
   HWY_DYNAMIC_DISPATCH(GemmBlockingF64)(b, mr, nr, kc, mc);
 }
-void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out) {
-  HWY_DYNAMIC_DISPATCH(PackBF32)(k, n, b, brs, bcs, out);
+void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out, index_t ahead_bytes) {
+  HWY_DYNAMIC_DISPATCH(PackBF32)(k, n, b, brs, bcs, out, ahead_bytes);
 }
-void simd_pack_b_f64(index_t k, index_t n, const double* b, index_t brs, index_t bcs, double* out) {
-  HWY_DYNAMIC_DISPATCH(PackBF64)(k, n, b, brs, bcs, out);
+void simd_pack_b_f64(index_t k, index_t n, const double* b, index_t brs, index_t bcs, double* out, index_t ahead_bytes) {
+  HWY_DYNAMIC_DISPATCH(PackBF64)(k, n, b, brs, bcs, out, ahead_bytes);
 }
 void simd_pack_b_widened_f32(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs,
                              void (*widen)(const std::uint16_t*, float*, index_t), float* out) {

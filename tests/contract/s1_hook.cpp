@@ -67,8 +67,28 @@ TEST_CASE("contract §1: range_callback is a cheap non-owning reference", "[exec
   copy(0, 3);
   cb(3, 10);
   CHECK(sum == 10);
-  STATIC_REQUIRE(sizeof(ct::range_callback) == 2 * sizeof(void*));
+  // The referenced object, the call thunk and the grain hint: three words, copied freely.
+  STATIC_REQUIRE(sizeof(ct::range_callback) <= 3 * sizeof(void*));
   STATIC_REQUIRE(std::is_trivially_copyable_v<ct::range_callback>);
+}
+
+TEST_CASE("range_callback carries a grain hint that checked_executor and schedule pass on", "[executor]") {
+  auto f = [](index_t, index_t) {};
+  CHECK(ct::range_callback(f).grain() == 1);
+  CHECK(ct::range_callback(f, 48).grain() == 48);
+  CHECK(ct::range_callback(f, 0).grain() == 1);  // no hint below one group
+  CHECK(ct::range_callback(f, -5).grain() == 1);
+  std::vector<index_t> seen;
+  const ct::executor recording = [&](index_t count, ct::range_callback cb) {
+    seen.push_back(cb.grain());
+    cb(0, count);
+  };
+  {
+    ct::executor_scope scope(ct::checked_executor(recording));
+    ct::detail::schedule("test", 10, [](index_t, index_t) {}, 7);
+    ct::parallel_for(10, [](index_t, index_t) {});
+  }
+  CHECK(seen == std::vector<index_t>{7, 1});
 }
 
 TEST_CASE("contract §1: an empty executor runs the whole range once on the calling thread", "[executor][contract]") {

@@ -136,6 +136,39 @@ TEST_CASE("contract §6: asio_executor options: serial threshold and minimum chu
   pool.join();
 }
 
+// range_callback::grain: the sharing executor cuts count into chunks_per_worker chunks per
+// participant, fewer when that would make them smaller than the grain, never fewer than one
+// per participant; evenly sized. Without a grain the caller's probe (a quarter chunk) comes
+// first; with one there is no probe (every range is costly: the call is long). The partition
+// depends on nothing but count, grain and the options, whoever runs the chunks.
+TEST_CASE("asio_executor: chunks of at least the callback's grain, at least one per worker", "[executor]") {
+  boost::asio::thread_pool pool(2);
+  struct shape {
+    index_t count, grain, chunk;
+  };
+  // Two workers, 16 chunks each by default: 128 groups in chunks of 4 without a grain; a grain
+  // of 48 leaves two chunks of 64 (one per worker, not 48 + 48 + 32); 1000 groups: 20 chunks.
+  for (const shape c : {shape{128, 1, 4}, shape{128, 48, 64}, shape{1000, 48, 50}, shape{60, 48, 30}, shape{4096, 48, 128}}) {
+    std::mutex m;
+    std::vector<std::pair<index_t, index_t>> got;
+    auto f = [&](index_t s, index_t e) {
+      std::lock_guard<std::mutex> lock(m);
+      got.emplace_back(s, e);
+    };
+    ct::asio_options o;
+    o.solo_below = std::chrono::nanoseconds(0);  // always share: the partition must not care
+    ct::asio_executor(pool, 2, o)(c.count, ct::range_callback(f, c.grain));
+    std::sort(got.begin(), got.end());
+    CAPTURE(c.count, c.grain);
+    const index_t first = c.grain == 1 ? std::max<index_t>(1, c.chunk / 4) : 0;
+    std::vector<std::pair<index_t, index_t>> want;
+    if (first > 0) want.emplace_back(0, first);
+    for (index_t s = first; s < c.count; s += c.chunk) want.emplace_back(s, std::min(c.count, s + c.chunk));
+    CHECK(got == want);
+  }
+  pool.join();
+}
+
 // asio_options::solo_below: a call whose remaining work, estimated from the caller's first
 // quarter chunk, is shorter runs on the caller alone and posts nothing (a posted helper would
 // start only after the pool's wake-up); a longer one is shared; zero always shares.

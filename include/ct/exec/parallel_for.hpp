@@ -50,9 +50,10 @@ class callback_bindings {
 /// evaluates groups [start, end). Zero groups: nothing is called. One group, or no bound
 /// executor: body(0, count) runs on the calling thread. Otherwise the bound executor
 /// receives count and a callback that checks each range and runs body under the bindings
-/// described above. `op` names the operation in error messages.
+/// described above. `op` names the operation in error messages; `grain` is the callback's
+/// hint (range_callback::grain).
 template <class Body>
-void schedule(const char* op, index_t count, Body&& body) {
+void schedule(const char* op, index_t count, Body&& body, index_t grain = 1) {
   if (count < 0) throw_bad_count(op, count);
   if (count == 0) return;
   const settings caller = current_settings();
@@ -68,7 +69,7 @@ void schedule(const char* op, index_t count, Body&& body) {
     callback_bindings bindings(caller);
     body(start, end);
   };
-  exec(count, range_callback(checked));
+  exec(count, range_callback(checked, grain));
 }
 
 }  // namespace detail

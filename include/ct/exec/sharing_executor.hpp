@@ -31,7 +31,8 @@ struct asio_options {
   /// sleeping or running other pool tasks, for up to `linger` after each call.
   std::chrono::microseconds linger{0};
   /// Calls whose remaining work, estimated from the caller's first quarter chunk, is shorter
-  /// than this run on the caller alone: nothing is posted. A posted helper starts only after
+  /// than this run on the caller alone: nothing is posted. (Not applied to a callback with a
+  /// grain above one, range_callback::grain: every range of it is costly, so the call is long.) A posted helper starts only after
   /// the pool's wake-up (~25 µs on the benchmark VM), so a shorter call cannot gain from it
   /// and would pay for the post (1–4 µs, a futex wake) — softmax 4x16 cost 3.4 µs more per
   /// call through a two-worker pool without this, 0.2–0.3 µs with it. Zero: always share.
@@ -43,7 +44,9 @@ struct asio_options {
 using pool_job = std::function<void()>;
 
 /// An executor running ranges on `workers` participants: the calling thread plus up to
-/// workers - 1 helper jobs given to `post`. Participants claim chunks dynamically. The caller
+/// workers - 1 helper jobs given to `post`. Participants claim chunks dynamically: about
+/// options.chunks_per_worker per participant, fewer (but at least one each) when they would be
+/// smaller than the callback's grain (range_callback::grain). The caller
 /// runs a quarter of the first chunk before posting; when the rest, estimated from it, is
 /// shorter than options.solo_below the call runs on the caller alone (nothing is posted). The
 /// call returns after every callback that started has finished, then rethrows the first error.
