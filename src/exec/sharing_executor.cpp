@@ -27,11 +27,13 @@ executor sharing_executor(int workers, std::function<void(pool_job)> post, asio_
       return;
     }
     // chunks_per_worker ranges per participant, fewer when that would cut ranges below the
-    // callback's grain — but never fewer than one per participant, and evenly sized: the
-    // grain is a fixed cost per range (a matrix product's pass over B), worth paying once
-    // per worker rather than leaving a worker idle.
-    const index_t parts = std::clamp<index_t>(count / callback.grain(), workers,
-                                              static_cast<index_t>(workers) * options.chunks_per_worker);
+    // callback's grain — then a multiple of the participants (an odd chunk left over would
+    // run on one of them alone), never fewer than one per participant, and evenly sized: the
+    // grain is a fixed cost per range (a matrix product's pass over B), worth paying once per
+    // worker rather than leaving a worker idle.
+    const index_t most = static_cast<index_t>(workers) * options.chunks_per_worker;
+    const index_t coarse = count / callback.grain();
+    const index_t parts = coarse >= most ? most : std::max<index_t>(workers, coarse / workers * workers);
     const index_t chunk = std::max(options.min_chunk, (count + parts - 1) / parts);
     const index_t chunks = (count + chunk - 1) / chunk;
     const index_t helpers = std::min<index_t>(workers - 1, chunks - 1);

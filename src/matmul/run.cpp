@@ -108,13 +108,18 @@ std::vector<detail::big_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k,
   return packed;
 }
 
-// The executor hint for a product whose B is packed (too large to stay in L2): four
-// micro-panels of rows. Every range streams all of B once, which measured about the time of a
-// dozen rows' arithmetic (sgemm 2048³: ~0.6 ms more per extra range, 46 us per row), so ranges
-// of four rows (a two-worker pool's default chunk of a 128-row prompt) spent most of their
-// time on B: two workers ran 128 x 4096 x 4096 at half the speed of one.
-inline index_t gemm_range_grain(bool f64) {
-  return 4 * static_cast<index_t>(gemm_blocking_for(current_tuning(), f64).mr);
+// The executor hint (range_callback::grain) for a product whose packed B (b_bytes) is past
+// half the L3: four micro-panels of rows. Every range streams all of B once, from memory at
+// that size, which measured about the time of a dozen rows' arithmetic (sgemm 2048³: ~0.6 ms
+// more per extra range, 46 us per row), so ranges of four rows (a two-worker pool's default
+// chunk of a 128-row prompt) spent most of their time on B: two workers ran 128 x 4096 x 4096
+// at half the speed of one. A B that stays in L3 costs little per range, and the default
+// chunking balanced better there (sgemm 1024³, two workers: 6.8 ms, against 7.9 with the grain).
+inline index_t gemm_range_grain(index_t b_bytes, bool f64) {
+  const tuning& t = current_tuning();
+  const std::size_t l3 = t.caches.l3 != 0 ? t.caches.l3 : t.caches.l2 * 8;
+  if (static_cast<std::size_t>(b_bytes) <= l3 / 2) return 1;
+  return 4 * static_cast<index_t>(gemm_blocking_for(t, f64).mr);
 }
 
 template <class T>
@@ -189,7 +194,7 @@ void run_typed(const char* op, const plan& p, tensor<T> a, tensor<T> b, const te
       ga.c = pc + oc;
       gemm_rows<T>(ga, packed.empty() ? nullptr : packed[static_cast<std::size_t>(fb)].data(), r0, r1, s);
     });
-  }, packed.empty() ? 1 : gemm_range_grain(std::is_same_v<T, double>));
+  }, packed.empty() ? 1 : gemm_range_grain(k * n * static_cast<index_t>(sizeof(T)), std::is_same_v<T, double>));
 }
 
 
@@ -275,7 +280,7 @@ void run_narrow_matrix(const char* op, const plan& p, tensor<T> a, const tensor<
         for (index_t i = 0; i < mb; ++i) narrow_row(cblock.get() + i * n, pc + oc + (i0 + i) * crs, ccs, n, s);
       }
     });
-  }, packed_size > 0 ? gemm_range_grain(false) : 1);
+  }, packed_size > 0 ? gemm_range_grain(packed_size * 4, false) : 1);
 }
 
 template <class T>

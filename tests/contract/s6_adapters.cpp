@@ -147,8 +147,10 @@ TEST_CASE("asio_executor: chunks of at least the callback's grain, at least one 
     index_t count, grain, chunk;
   };
   // Two workers, 16 chunks each by default: 128 groups in chunks of 4 without a grain; a grain
-  // of 48 leaves two chunks of 64 (one per worker, not 48 + 48 + 32); 1000 groups: 20 chunks.
-  for (const shape c : {shape{128, 1, 4}, shape{128, 48, 64}, shape{1000, 48, 50}, shape{60, 48, 30}, shape{4096, 48, 128}}) {
+  // of 48 leaves two chunks of 64 (one per worker, not 48 + 48 + 32); 1000 groups: 20 chunks;
+  // 1024 groups: 20 chunks too (21 fit the grain, but an odd one would run alone).
+  for (const shape c : {shape{128, 1, 4}, shape{128, 48, 64}, shape{1000, 48, 50}, shape{1024, 48, 52}, shape{60, 48, 30},
+                        shape{4096, 48, 128}}) {
     std::mutex m;
     std::vector<std::pair<index_t, index_t>> got;
     auto f = [&](index_t s, index_t e) {
