@@ -51,7 +51,7 @@ executor sharing_executor(int workers, std::function<void(pool_job)> post, asio_
     // it and pays for the post (1-4 us per call, the futex wake).
     //
     // Not for a callback with a grain: its operation declared that every range pays a fixed cost
-    // (a matrix product's pass over a B too large for L2), so the call is long, and the probe
+    // (a matrix product's pass over a B that comes from memory), so the call is long, and the probe
     // would be one more such range on the caller's path before a helper is even invited: two
     // workers ran a 128-row prompt product 1.05-1.1x one worker with the probe.
     if (callback.grain() == 1) {

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -96,9 +97,13 @@ using micro_fn = void (*)(index_t kc, const T* a, index_t lda, const T* b, index
 // C[MR x NR] (= or +=) A_panel[MR x kc] * B_panel[kc x NR], k in chunks of gemm_k_chunk
 // (kc is a multiple of it but for the last block of k): each chunk is summed from zero in the
 // registers and then stored (the first chunk of the product) or added to C (kernels.hpp's
-// order). a: row i at a + i * lda (unit stride along k); b: NR contiguous values per k,
-// consecutive k brs apart; c: row stride ldc, unit column stride, only the first nvalid
-// columns exist. accumulate: this block is not the product's first (C holds earlier chunks).
+// order). a: with kPanelA a packed micro-panel, element (i, p) at a[p * G::MR + i] (the
+// target's full height, also for the last panel's fewer rows); otherwise row i at a + i * lda,
+// unit stride along k. b: NR contiguous values per k, consecutive k brs apart; c: row stride
+// ldc, unit column stride, only the first nvalid columns exist. accumulate: this block is not
+// the product's first (C holds earlier chunks). b_next: where the next call's B data starts;
+// one line of it per step of k is prefetched (an address only: never read, may lie past the
+// end of any buffer).
 template <class T, index_t MR, bool kFused, bool kPanelA>
 HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const T* HWY_RESTRICT b, index_t brs,
                         T* HWY_RESTRICT c, index_t ldc, index_t nvalid, bool accumulate, const T* b_next) {
@@ -110,6 +115,7 @@ HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const 
   const bool full = nvalid == 2 * L;
   const auto m0 = hn::FirstN(d, static_cast<size_t>(std::min(nvalid, L)));
   const auto m1 = hn::FirstN(d, static_cast<size_t>(nvalid > L ? nvalid - L : 0));
+  std::uintptr_t next_line = reinterpret_cast<std::uintptr_t>(b_next);  // integer: may pass the end
   // The C tile was last touched a whole sweep of C ago (the previous block of k): in a large
   // product it is in DRAM by now. Fetching it while the k loop runs (thousands of cycles)
   // hides the misses that would otherwise stall the stores and adds at the end.
@@ -126,8 +132,8 @@ HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const 
       // One line per step of the data the next micro-kernel call starts on (b_next: see
       // gemm_rows_t), into L2: a small callback's first pass over a B panel would otherwise
       // wait on memory for every line of it.
-      __builtin_prefetch(b_next, 0, 2);
-      b_next += 64 / sizeof(T);
+      __builtin_prefetch(reinterpret_cast<const void*>(next_line), 0, 2);
+      next_line += 64;
       const V b0 = hn::LoadU(d, b);
       const V b1 = hn::LoadU(d, b + L);
 #pragma GCC unroll 16
