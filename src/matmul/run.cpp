@@ -108,8 +108,10 @@ std::vector<detail::big_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k,
   return packed;
 }
 
-// The executor hint (range_callback::grain) for a product whose packed B (b_bytes) is past
-// half the L3: four micro-panels of rows. Every range streams all of B once, from memory at
+// The executor hint (range_callback::grain) for a product whose packed B (b_bytes) does not
+// stay in the caches — past the tuning's stream_store_bytes, half the L3 (capped on a large
+// shared L3), the size the fused evaluation streams past the caches too: four micro-panels of
+// rows. Every range streams all of B once, from memory at
 // that size, which measured about the time of a dozen rows' arithmetic (sgemm 2048³: ~0.6 ms
 // more per extra range, 46 us per row), so ranges of four rows (a two-worker pool's default
 // chunk of a 128-row prompt) spent most of their time on B: two workers ran 128 x 4096 x 4096
@@ -117,8 +119,7 @@ std::vector<detail::big_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k,
 // chunking balanced better there (sgemm 1024³, two workers: 6.8 ms, against 7.9 with the grain).
 inline index_t gemm_range_grain(index_t b_bytes, bool f64) {
   const tuning& t = current_tuning();
-  const std::size_t l3 = t.caches.l3 != 0 ? t.caches.l3 : t.caches.l2 * 8;
-  if (static_cast<std::size_t>(b_bytes) <= l3 / 2) return 1;
+  if (static_cast<std::size_t>(b_bytes) <= t.stream_store_bytes) return 1;
   return 4 * static_cast<index_t>(gemm_blocking_for(t, f64).mr);
 }
 

@@ -144,10 +144,11 @@ TEST_CASE("matmul scheduling: scalar and simd backends agree bitwise", "[matmul]
 }
 
 // The executor hint (range_callback::grain, docs/executor.md): a product whose packed B is past
-// half the L3 asks for ranges of four micro-panels of rows, since every range streams all of B
-// from memory; a small one, and an encoded x·wᵀ whose weights stay in L2, ask for nothing; an
-// encoded x·wᵀ with streaming weights asks for 64 vectors. Under a tuning with a 1 MiB L3, so
-// that the 1 MiB B below streams and a 64 KiB one does not.
+// the tuning's stream_store_bytes (half the L3) asks for ranges of four micro-panels of rows,
+// since every range streams all of B from memory; a small one, and an encoded x·wᵀ whose
+// weights stay in L2, ask for nothing; an encoded x·wᵀ with streaming weights asks for 64
+// vectors. Under a tuning with a 1 MiB L3, so that the 1 MiB B below streams and a packed
+// 256 KiB one does not.
 TEST_CASE("matmul hands the executor a grain when every range would stream a large operand", "[matmul][scheduling]") {
   std::vector<index_t> grains;
   const ct::executor recording = [&](index_t count, ct::range_callback cb) {
