@@ -152,14 +152,18 @@ HWY_INLINE hn::Vec<D> ExpTableLookup(D d, VI bits) {
 /// The integer Nm + j comes from adding 1.5·2^(mantissa bits) (it then sits in the low
 /// mantissa bits of t, whose low bits index the table), and 2^m is applied last by
 /// ScaleByPow2, so overflow gives inf and underflow rounds once, as before.
-template <bool kFused, class D, class V>
+/// kBelowMax: the caller knows x is not NaN and at most exp_max (logsumexp's fast rounds,
+/// where x <= 8), so the upper clamp and the NaN select are skipped: the same bits for such x.
+template <bool kFused, bool kBelowMax = false, class D, class V>
 HWY_INLINE V Exp(D d, V x) {
   using T = hn::TFromD<D>;
   using C = exp_constants<T>;
   using E = exp_table<T>;
   constexpr T n = T(1 << E::bits);
   const hn::RebindToSigned<D> di;
-  const V xc = ExpClamp(d, x);
+  V xc;
+  if constexpr (kBelowMax) xc = hn::Max(hn::Set(d, C::exp_min), x);
+  else xc = ExpClamp(d, x);
   const V shifter = Shifter(d);
   const V t = Fma<kFused>(xc, hn::Set(d, E::inv_step), shifter);
   const V k = hn::Sub(t, shifter);  // Nm + j, exact
@@ -179,7 +183,8 @@ HWY_INLINE V Exp(D d, V x) {
 #if CT_KERNELS_HAVE_SCALEF
   return ScaleByPow2(d, e, m);  // vscalef applies 2^floor(m)
 #else
-  return hn::IfThenElse(hn::IsNaN(x), x, ScaleByPow2(d, e, hn::Floor(m)));
+  if constexpr (kBelowMax) return ScaleByPow2(d, e, hn::Floor(m));
+  else return hn::IfThenElse(hn::IsNaN(x), x, ScaleByPow2(d, e, hn::Floor(m)));
 #endif
 }
 
