@@ -10,11 +10,14 @@
 // Counters: tokens/s; weight_MB (weight bytes a generated token reads); GB/s (those bytes per
 // second). bench/llama/summarize.py divides generate's GB/s by bound's, thread count by thread
 // count: the fraction of the read bound reached.
-// "2t" is ct::asio_executor over a boost::asio::thread_pool (the caller plus one pool thread).
+// "2t" is ct::asio_executor over a boost::asio::thread_pool (the caller plus one pool thread);
+// generate/<format>/2t_linger the same with asio_options::linger = 100 us: a token is a few
+// hundred short calls, and a helper posted afresh for each waits on the pool's wake-up.
 // The models are written to the temporary directory at start-up and removed at exit.
 #include <benchmark/benchmark.h>
 
 #include <boost/asio/thread_pool.hpp>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -109,8 +112,14 @@ boost::asio::thread_pool& helper_pool() {
   return pool;
 }
 
+// threads 3: two workers whose helper lingers between calls (the 2t_linger variant).
 std::unique_ptr<ct::executor_scope> bind(int threads) {
   if (threads == 2) return std::make_unique<ct::executor_scope>(ct::asio_executor(helper_pool(), 2));
+  if (threads == 3) {
+    ct::asio_options o;
+    o.linger = std::chrono::microseconds(100);
+    return std::make_unique<ct::executor_scope>(ct::asio_executor(helper_pool(), 2, o));
+  }
   return nullptr;
 }
 
@@ -184,6 +193,9 @@ const bool registered = [] {
           ->UseRealTime()->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("llama/bound/" + suffix).c_str(), bound, std::string(f), t)
           ->UseRealTime()->Unit(benchmark::kMillisecond);
+      if (t == 2)
+        benchmark::RegisterBenchmark(("llama/generate/" + std::string(f) + "/2t_linger").c_str(), generate, std::string(f), 3)
+            ->UseRealTime()->Unit(benchmark::kMillisecond);
     }
   return true;
 }();
