@@ -183,8 +183,9 @@ HWY_INLINE V Exp(D d, V x) {
 #if CT_KERNELS_HAVE_SCALEF
   return ScaleByPow2(d, e, m);  // vscalef applies 2^floor(m)
 #else
-  if constexpr (kBelowMax) return ScaleByPow2(d, e, hn::Floor(m));
-  else return hn::IfThenElse(hn::IsNaN(x), x, ScaleByPow2(d, e, hn::Floor(m)));
+  const V scaled = ScaleByPow2(d, e, hn::Floor(m));
+  if constexpr (kBelowMax) return scaled;
+  else return hn::IfThenElse(hn::IsNaN(x), x, scaled);
 #endif
 }
 

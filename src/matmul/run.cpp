@@ -111,11 +111,10 @@ std::vector<detail::big_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k,
 // The executor hint (range_callback::grain) for a product whose packed B (b_bytes) does not
 // stay in the caches — past the tuning's stream_store_bytes, half the L3 (capped on a large
 // shared L3), the size the fused evaluation streams past the caches too: four micro-panels of
-// rows. Every range streams all of B once, from memory at
-// that size, which measured about the time of a dozen rows' arithmetic (sgemm 2048³: ~0.6 ms
-// more per extra range, 46 us per row), so ranges of four rows (a two-worker pool's default
-// chunk of a 128-row prompt) spent most of their time on B: two workers ran 128 x 4096 x 4096
-// at half the speed of one. A B that stays in L3 costs little per range, and the default
+// rows. Every range streams all of B once, from memory at that size, which measured about the
+// time of a dozen rows' arithmetic (sgemm 2048³: ~0.6 ms more per extra range, 46 us per row),
+// so ranges of four rows (a two-worker pool's default chunk of a 128-row prompt) spent most of
+// their time on B: two workers ran 128 x 4096 x 4096 at half the speed of one. A B that stays in L3 costs little per range, and the default
 // chunking balanced better there (sgemm 1024³, two workers: 6.8 ms, against 7.9 with the grain).
 inline index_t gemm_range_grain(index_t b_bytes, bool f64) {
   const tuning& t = current_tuning();

@@ -194,10 +194,7 @@ void plan_pass_steps(plan& pl, std::size_t ps) {
         st.kind = pass_plan::step::load_in_place;
         st.leaf = in.leaf;
         st.esize = static_cast<index_t>(dtype_bytes(p.leaves()[static_cast<std::size_t>(in.leaf)].type));
-        // A one-pass (purely elementwise) plan leaves its streams to the hardware prefetcher:
-        // a burst before each tile stalled on the miss buffers (a*b+c over 16M floats ran at
-        // 0.8 of the read3_write1 bound with it, 1.0 without).
-        st.burst = pp.prefetch[ui] && !pp.streamed[ui] && pl.passes.size() > 1;
+        st.burst = pp.prefetch[ui] && !pp.streamed[ui];
       } else if (!pl.uniform[ui] && pl.widen_at[static_cast<std::size_t>(in.leaf)] != plan::npos) {
         st.kind = pass_plan::step::load_in_place;  // from the row widened as the group started
         st.widened = true;
