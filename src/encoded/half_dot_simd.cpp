@@ -2,7 +2,7 @@
 // widened in registers. The general exact path decodes a row into float scratch and then runs
 // the float dot product over it: three passes over a row (read 16-bit, write float, read float)
 // where one suffices. Widening is exact and the lanes, FMA policy and fold below are those of
-// the float dot product (src/matmul/matmul_simd.cpp dot_rows: element p in virtual lane
+// the float dot product (src/matmul/vector_simd.cpp dot_rows: element p in virtual lane
 // p % dot_lanes, lanes folded by lane_tree), so every result is the general path's bits.
 //
 // x86 targets from AVX2 up only (F16C and FMA instructions); elsewhere the general path runs.

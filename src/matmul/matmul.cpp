@@ -1,5 +1,6 @@
 // src/matmul/matmul.cpp — the portable (scalar backend) matmul kernels, the integer
-// kernels, and the dispatch between them and the SIMD kernels of matmul_simd.cpp.
+// kernels, and the dispatch between them and the SIMD kernels (matmul_simd.cpp,
+// vector_simd.cpp).
 //
 // The scalar loops follow exactly the accumulation orders documented in
 // src/matmul/kernels.hpp, so the two backends give bitwise equal results; the SIMD

@@ -63,8 +63,8 @@ class scratch {
   T* p_;
 };
 
-// The SIMD entry points (src/matmul/matmul_simd.cpp), dispatched at run time to the best
-// Highway target of this CPU. Only float and double have SIMD kernels. The kernels that
+// The SIMD entry points (src/matmul/matmul_simd.cpp, vector_simd.cpp), dispatched at run time
+// to the best Highway target of this CPU. Only float and double have SIMD kernels. The kernels that
 // return bool return false, having done nothing, when the target cannot honour the FMA
 // policy (fused requested on a target without FMA instructions): the caller then runs the
 // scalar kernel, which gives the same bits.
