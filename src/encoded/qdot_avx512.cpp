@@ -228,12 +228,12 @@ CT_AVX512_VNNI inline float DotRow(const unsigned char* w, const qactivation& x,
     Partials16<kQ4>(w, x.q, cur);
     for (; g + 16 <= blocks; g += 16) {
       const bool more = g + 32 <= blocks;
-      // q8_0 twice the tuning's distance: this kernel streams its 34-byte blocks about twice as
-      // fast as the AVX2 one the distance was measured with (Zen 3: 4 KiB best of 2/4/8), and
-      // on a Zen 5 guest 8 KiB took gemv 11008 x 4096 from 0.70-0.79 to 0.87-0.94 of the read
-      // bound (4096²: 0.56-0.61 to 0.63-0.71, three interleaved rounds); q4_0, compute-bound,
-      // was unchanged or worse.
-      PrefetchAhead<kQ4 ? 1 : 2>(w + g * wbytes, 16 * wbytes, x);
+      // Twice the tuning's distance: this kernel streams its blocks about twice as fast as the
+      // AVX2 one the distance was measured with (Zen 3: 4 KiB best of 2/4/8). On a Zen 5 guest,
+      // q8_0 11008 x 4096 went from 0.70-0.79 to 0.87-0.94 of the read bound; q4_0, once its
+      // scales came by word permutes, from 0.74-0.83 to 0.83-0.91 of the DRAM read bound
+      // (weights cycled through 512 MiB, three interleaved rounds, both shapes).
+      PrefetchAhead<2>(w + g * wbytes, 16 * wbytes, x);
       if (more) Partials16<kQ4>(w + (g + 16) * wbytes, x.q + (g + 16) * 32, nxt);
       lanes = Finish16<kQ4, kFused>(cur, w + g * wbytes, x.d + g, x.sums + 2 * g, lanes);
       if (more)
