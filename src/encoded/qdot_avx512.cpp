@@ -335,8 +335,16 @@ CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index
 // A_s at most 256 * 63 * 127 * 128 before the "- 32" (32 * sum_g sc_g * sums_g) comes off.
 template <bool kFused>
 CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index_t blocks) {
-  const __m512i low = _mm512_set1_epi8(0x0f), three = _mm512_set1_epi8(0x03);
-  const __m512i shift01 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2), shift23 = _mm512_setr_epi64(4, 4, 4, 4, 6, 6, 6, 6);
+  // qh's two bits for quarters 0 / 1 (bits 0-1 / 2-3, in the register's two halves) and 2 / 3
+  // (bits 4-5 / 6-7), masked first so that the 64-bit shift moving them to bits 4-5 carries
+  // nothing across bytes; then one vpternlogd forms (nibble & 0x0f) | bits.
+  const __m512i low = _mm512_set1_epi8(0x0f);
+  const __m512i mask01 = _mm512_setr_epi64(0x0303030303030303ll, 0x0303030303030303ll, 0x0303030303030303ll, 0x0303030303030303ll,
+                                           0x0c0c0c0c0c0c0c0cll, 0x0c0c0c0c0c0c0c0cll, 0x0c0c0c0c0c0c0c0cll, 0x0c0c0c0c0c0c0c0cll);
+  const __m512i mask23 = _mm512_setr_epi64(0x3030303030303030ll, 0x3030303030303030ll, 0x3030303030303030ll, 0x3030303030303030ll,
+                                           static_cast<long long>(0xc0c0c0c0c0c0c0c0ull), static_cast<long long>(0xc0c0c0c0c0c0c0c0ull),
+                                           static_cast<long long>(0xc0c0c0c0c0c0c0c0ull), static_cast<long long>(0xc0c0c0c0c0c0c0c0ull));
+  const __m512i left01 = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2), right23 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
   __m512i group[4];
   for (int r = 0; r < 4; ++r) {
     alignas(64) std::int16_t idx[32];
@@ -352,10 +360,10 @@ CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index
     for (int h = 0; h < 2; ++h) {
       const __m512i l = _mm512_loadu_si512(w + 64 * h);
       const __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 128 + 32 * h)));
-      const __m512i q01 = _mm512_or_si512(_mm512_and_si512(l, low),
-                                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi64(hb, shift01), three), 4));
-      const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low),
-                                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi64(hb, shift23), three), 4));
+      const __m512i h01 = _mm512_sllv_epi64(_mm512_and_si512(hb, mask01), left01);   // bits 4-5 only
+      const __m512i h23 = _mm512_srlv_epi64(_mm512_and_si512(hb, mask23), right23);  // bits 4-5 only
+      const __m512i q01 = _mm512_ternarylogic_epi64(l, h01, low, 0xEC);                       // (l & low) | h01
+      const __m512i q23 = _mm512_ternarylogic_epi64(_mm512_srli_epi16(l, 4), h23, low, 0xEC);  // (l >> 4 & low) | h23
       const __m512i p01 = _mm512_maddubs_epi16(q01, _mm512_loadu_si512(xq + 128 * h));
       const __m512i p23 = _mm512_maddubs_epi16(q23, _mm512_loadu_si512(xq + 128 * h + 64));
       a[0] = _mm512_dpwssd_epi32(a[0], p01, _mm512_permutexvar_epi16(group[2 * h], scz));
