@@ -187,6 +187,13 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
         }
       }
   }
+  // The split layout of the quants, for the kernel that reads it (qdot.hpp).
+  std::vector<std::int8_t> aqs;
+  if (quantized && qdot.split) {
+    aqs.resize(aq.size());
+    for (index_t at = 0; at < x_batches * q.m; ++at) detail::encoded::split_quants(aq.data() + at * k, k, aqs.data() + at * k);
+  }
+  const auto split_at = [&](index_t at) { return aqs.empty() ? nullptr : aqs.data() + at * k; };
   const auto wrow = [&](index_t b, index_t ni) { return w.row((q.w_batched ? b : 0) * q.n + ni); };
   // Prompt-sized x·wᵀ with a tile kernel (q8_0 / q4_0 on AVX-512 VNNI), the same bits as the
   // rows form, so the choice depends on nothing but speed. The activations are laid out for it
@@ -228,7 +235,8 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     if (quantized) {
       const index_t at = xbatch * q.m + mi;
       r = qdot.fn(wrow(b, ni),
-                  {aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector, weight_prefetch},
+                  {aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector, weight_prefetch,
+                   split_at(at)},
                   wblocks);
     } else {
       r = detail::mm::dot<float>(k, decoded, 1, xd + xbatch * q.xb + mi * q.xm, q.xk, s);
@@ -240,7 +248,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   const auto rows_of = [&](index_t b, index_t n0, index_t n1, index_t mi) {
     const index_t at = (x_batches == 1 ? 0 : b) * q.m + mi;
     const detail::encoded::qactivation a{aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector,
-                                         weight_prefetch};
+                                         weight_prefetch, split_at(at)};
     qdot.run_rows(wrow(b, n0), w.row_bytes(), n1 - n0, a, wblocks, yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn);
   };
   // Exact mode with bf16 / f16 weights and a contiguous activation vector: the rows are

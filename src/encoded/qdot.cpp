@@ -5,6 +5,7 @@
 // q4_K A_s <= 256 * 63 * 15 * 127, B_s <= 256 * 63 * 127; q6_K A_s <= 256 * 128 * 32 * 127.
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
 #include <cmath>
+#include <cstring>
 
 #include "src/encoded/builtin.hpp"
 #include "src/encoded/qdot.hpp"
@@ -106,8 +107,20 @@ qdot_kernel resolve_qdot(std::string_view format, const settings& s) {
   if (!quantized_format(format, f, block)) return {};
   if (s.backend == backend::simd)
     if (qdot_fn fn = simd_qdot(f, fused))
-      return {fn, block, simd_qdot_rows(f, fused), simd_qdot_tile_pack(f), simd_qdot_tile(f, fused), f == qformat::q8_0 ? 128 : 8};
+      // The AVX-512 q4_0 kernel is the one that reads the split layout.
+      return {fn, block, simd_qdot_rows(f, fused), simd_qdot_tile_pack(f), simd_qdot_tile(f, fused), f == qformat::q8_0 ? 128 : 8,
+              f == qformat::q4_0 && fn == avx512_qdot(f, fused)};
   return portable_qdot(format, fused);
+}
+
+void split_quants(const std::int8_t* q, index_t k, std::int8_t* out) {
+  const index_t whole = k / 512 * 512;
+  for (index_t base = 0; base < whole; base += 128)
+    for (index_t j = 0; j < 4; ++j) {
+      std::memcpy(out + base + 16 * j, q + base + 32 * j, 16);
+      std::memcpy(out + base + 64 + 16 * j, q + base + 32 * j + 16, 16);
+    }
+  std::memcpy(out + whole, q + whole, static_cast<std::size_t>(k - whole));
 }
 
 void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* q, float* d, std::int16_t* sums,

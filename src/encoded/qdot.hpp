@@ -46,7 +46,17 @@ struct qactivation {
   /// How far ahead in the weight stream the simd kernels prefetch (the caller's tuning,
   /// weight_prefetch_bytes); 0: no prefetch. Speed only.
   index_t prefetch_bytes = 0;
+  /// The quants in the split layout (split_quants) where the kernel asks for it
+  /// (qdot_kernel::split), else nullptr.
+  const std::int8_t* q_split = nullptr;
 };
+
+/// The split layout of K activation quants, for the AVX-512 q4_0 kernel: every whole group of
+/// 16 blocks of 32 (512 quants) keeps its place, and within it each run of four blocks
+/// (128 quants) becomes their quants 0..15 block by block, then their quants 16..31 (what a
+/// register of four blocks' low / high nibbles multiplies). Quants past the last whole group
+/// are copied as they are (the kernels read those in the plain layout).
+void split_quants(const std::int8_t* q, index_t k, std::int8_t* out);
 
 /// dot(weight row w of `blocks` weight blocks, activation x). x by reference: the 24-byte struct
 /// by value went through the stack in a way that defeated store-to-load forwarding (measured).
@@ -112,6 +122,7 @@ struct qdot_kernel {
   qdot_tile_pack_fn tile_pack = nullptr;  // the tile kernels, where the target has them (q8_0,
   qdot_tile_fn tile = nullptr;            // q4_0 with AVX-512 VNNI), and their activations'
   std::int32_t tile_offset = 0;           // offset factor c (qtile_activations)
+  bool split = false;                     // fn / rows read qactivation::q_split
   explicit operator bool() const noexcept { return fn != nullptr; }
   void run_rows(const unsigned char* w, std::size_t row_bytes, index_t n, const qactivation& x, index_t blocks, float* y,
                 index_t y_stride) const {

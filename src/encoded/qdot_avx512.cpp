@@ -123,11 +123,41 @@ CT_AVX512_VNNI inline __m512i FoldSixteen(const __m512i* p) {
   return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), s);
 }
 
-// The partials of the sixteen blocks at w against their activation quants at xq.
+// q4_0, four blocks at b against their split activation quants at xs (qdot.hpp, split_quants:
+// the four blocks' quants 0..15, then their quants 16..31): the blocks' 16 nibble bytes side by
+// side, block j in 128-bit lane j; the low nibbles against the first 64 quants and the high
+// ones against the next 64, both into one accumulator, leave four partials per block in its
+// lane (the pair layout above leaves eight over two lanes, and its fold costs twice as much).
+// Reads the blocks' bytes only.
+CT_AVX512_VNNI inline __m512i QuadPartials(const unsigned char* b, const std::int8_t* xs) {
+  constexpr int wbytes = static_cast<int>(q4_0_bytes);
+  __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)));
+  v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + wbytes + 2)), 1);
+  v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * wbytes + 2)), 2);
+  v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 3 * wbytes + 2)), 3);
+  const __m512i low = _mm512_set1_epi8(0x0f);
+  const __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+  return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xs)), hi,
+                             _mm512_loadu_si512(xs + 64));
+}
+
+// Sixteen blocks' integer dots, block j in lane j, from p[i] = QuadPartials(blocks 4i..4i+3):
+// pair32 then pair64 leave in lane 4c + i the sum of p[i]'s 128-bit lane c (block 4i + c).
+CT_AVX512_VNNI inline __m512i FoldQuads(const __m512i* p) {
+  const __m512i s = pair64(pair32(p[0], p[1]), pair32(p[2], p[3]));
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), s);
+}
+
+// The partials of the sixteen blocks at w against their activation quants at xq (q8_0: eight
+// pairs; q4_0: four quads, xq in the split layout).
 template <bool kQ4>
 CT_AVX512_VNNI inline void Partials16(const unsigned char* w, const std::int8_t* xq, __m512i* part) {
   constexpr int wbytes = kQ4 ? static_cast<int>(q4_0_bytes) : static_cast<int>(q8_0_bytes);
-  for (int i = 0; i < 8; ++i) part[i] = PairPartials<kQ4>(w + 2 * i * wbytes, w + (2 * i + 1) * wbytes, xq + 64 * i);
+  if constexpr (kQ4) {
+    for (int i = 0; i < 4; ++i) part[i] = QuadPartials(w + 4 * i * wbytes, xq + 128 * i);
+  } else {
+    for (int i = 0; i < 8; ++i) part[i] = PairPartials<kQ4>(w + 2 * i * wbytes, w + (2 * i + 1) * wbytes, xq + 64 * i);
+  }
 }
 
 // The float16 scales of the sixteen blocks at w, widened, block j in lane j. A scale is the
@@ -166,7 +196,7 @@ CT_AVX512_VNNI inline __m512 Finish16(const __m512i* part, const unsigned char* 
                                       __m512 lanes) {
   // sums[2j] + sums[2j + 1]: block j's activation quant sum, times 8 (q4_0) or 128 (q8_0).
   const __m512i offset = _mm512_madd_epi16(_mm512_loadu_si512(sums), _mm512_set1_epi16(kQ4 ? 8 : 128));
-  const __m512i isum = _mm512_sub_epi32(FoldSixteen(part), offset);
+  const __m512i isum = _mm512_sub_epi32(kQ4 ? FoldQuads(part) : FoldSixteen(part), offset);
   const __m512 scale = _mm512_mul_ps(Scales16<kQ4>(w), _mm512_loadu_ps(xd));
   return MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), lanes);
 }
@@ -221,11 +251,14 @@ CT_AVX512_VNNI inline void PrefetchAhead(const unsigned char* w, index_t bytes, 
 template <bool kQ4, bool kFused>
 CT_AVX512_VNNI inline float DotRow(const unsigned char* w, const qactivation& x, index_t blocks) {
   constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
+  constexpr int kRegs = kQ4 ? 4 : 8;
+  // A group's quants sit at the same offset in both layouts.
+  const std::int8_t* const xq = kQ4 ? x.q_split : x.q;
   __m512 lanes = _mm512_setzero_ps();
   index_t g = 0;
   if (blocks >= 16) {
     __m512i cur[8], nxt[8];
-    Partials16<kQ4>(w, x.q, cur);
+    Partials16<kQ4>(w, xq, cur);
     for (; g + 16 <= blocks; g += 16) {
       const bool more = g + 32 <= blocks;
       // Twice the tuning's distance: this kernel streams its blocks about twice as fast as the
@@ -234,10 +267,10 @@ CT_AVX512_VNNI inline float DotRow(const unsigned char* w, const qactivation& x,
       // scales came by word permutes, from 0.74-0.83 to 0.83-0.91 of the DRAM read bound
       // (weights cycled through 512 MiB, three interleaved rounds, both shapes).
       PrefetchAhead<2>(w + g * wbytes, 16 * wbytes, x);
-      if (more) Partials16<kQ4>(w + (g + 16) * wbytes, x.q + (g + 16) * 32, nxt);
+      if (more) Partials16<kQ4>(w + (g + 16) * wbytes, xq + (g + 16) * 32, nxt);
       lanes = Finish16<kQ4, kFused>(cur, w + g * wbytes, x.d + g, x.sums + 2 * g, lanes);
       if (more)
-        for (int i = 0; i < 8; ++i) cur[i] = nxt[i];
+        for (int i = 0; i < kRegs; ++i) cur[i] = nxt[i];
     }
   }
   if (g < blocks) lanes = TailGroup<kQ4, kFused>(w + g * wbytes, x.q + g * 32, x.d + g, x.sums + 2 * g, blocks - g, lanes);
