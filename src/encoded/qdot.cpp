@@ -126,7 +126,7 @@ void split_quants(const std::int8_t* q, index_t k, std::int8_t* out) {
 void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* q, float* d, std::int16_t* sums,
                          bool simd) {
   require_finite(block == 32 ? "q8_0 activation" : "q8_K activation", v, k);
-  if (block == 32 && simd && simd_quantize32(v, k / 32, q, d)) {
+  if (simd && simd_quantize(v, k, block, q, d)) {
     // done by the simd target (the same bits as below)
   } else if (block == 32) {
     // Each block exactly as a q8_0 block: its float16 scale, widened, and its quants.

@@ -171,8 +171,8 @@ qdot_tile_pack_fn avx512_qdot_tile_pack(qformat f);
 // The simd entry of the tile kernels: the current target's, or nullptr.
 qdot_tile_fn simd_qdot_tile(qformat f, bool fused);
 qdot_tile_pack_fn simd_qdot_tile_pack(qformat f);
-// The simd quantizer of 32-value activation blocks (q and d as quantize_activation gives them);
-// false where the target has none (nothing written then).
-bool simd_quantize32(const float* v, index_t blocks, std::int8_t* q, float* d);
+// The simd quantizer of activation blocks of 32 or 256 (q and d as quantize_activation gives
+// them); false where the target has none (nothing written then).
+bool simd_quantize(const float* v, index_t k, index_t block, std::int8_t* q, float* d);
 
 }  // namespace ct::detail::encoded

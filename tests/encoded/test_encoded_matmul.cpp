@@ -213,6 +213,11 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
       x(32 + j) = 0.0f;
       x(64 + j) = (j % 2 ? -1.0f : 1.0f) * 1e-40f * static_cast<float>(j + 1);
     }
+    // A block (and, for the K formats, a super-block) whose largest magnitude is 127: the scale
+    // is then exactly 1 and every other value lands exactly halfway between two quants, which
+    // the quantizers must round away from zero alike.
+    x(96) = 127.0f;
+    for (index_t j = 1; j < 32; ++j) x(96 + j) = (j % 2 ? -1.0f : 1.0f) * (static_cast<float>(4 * j) + 0.5f);
     // x·wᵀ with 19 activation vectors: the tile kernels where the CPU has them (from 16 vectors
     // run serially), 4 x 3 tiles and every remainder of rows (23 = 5 x 4 + 3) and vectors.
     auto xt = ct::random_uniform<float>({19, k}, 9, -3.0f, 3.0f);
