@@ -24,6 +24,13 @@
 namespace ct::detail::encoded {
 
 void require_finite(const char* format, const float* x, index_t n) {
+  // A pass without branches first, in integer and / add / or that the compiler vectorises: a
+  // value is NaN or infinite exactly when its exponent bits are all ones, and only then does
+  // adding one to the exponent field carry into the sign bit. (The early-exit loop below ran a
+  // compare and branch per value: a quarter of a short product's call.)
+  std::uint32_t carry = 0;
+  for (index_t j = 0; j < n; ++j) carry |= (std::bit_cast<std::uint32_t>(x[j]) & 0x7f800000u) + 0x00800000u;
+  if ((carry & 0x80000000u) == 0) return;
   for (index_t j = 0; j < n; ++j)
     if (!std::isfinite(x[j]))
       throw format_error(std::string(format) + " cannot encode " + (std::isnan(x[j]) ? "NaN" : "an infinity") +
