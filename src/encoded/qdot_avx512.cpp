@@ -8,12 +8,15 @@
 // run-time check of the CPU; the functions here carry their own target attribute.
 //
 // q8_0 / q4_0: sixteen blocks fill the sixteen float lanes of one register, block g + j in lane
-// j — exactly the order's sixteen virtual lanes, so one multiply-add per sixteen blocks. A
-// register holds two blocks' quants; vpdpbusd (unsigned times signed bytes, four products
-// summed into each int32) gives 8 partials per block, folded to one sum per block by a
-// transpose-and-add. q8_0's signed weights become unsigned by w ^ 0x80 = w + 128, and the
+// j — exactly the order's sixteen virtual lanes, so one multiply-add per sixteen blocks. For
+// q8_0 a register holds two blocks' quants; vpdpbusd (unsigned times signed bytes, four
+// products summed into each int32) gives 8 partials per block, folded to one sum per block by
+// a transpose-and-add. For q4_0 a register holds four blocks' nibble bytes (one per 128-bit
+// lane), against activation quants in the matching split layout, giving 4 partials per block
+// and a shorter fold. q8_0's signed weights become unsigned by w ^ 0x80 = w + 128, and the
 // 128 * (sum of the block's activation quants) this adds is taken off after the fold (from the
 // precomputed sums of 16); q4_0's nibbles are 0..15 and its "- 8" is taken off the same way.
+// The sixteen float16 scales come by word permutes (Scales16).
 //
 // q4_K / q6_K: per super-block, the quants against their activation quants by vpmaddubsw (pairs
 // to int16: at most 2 * 63 * 127 < 2^15), then vpdpwssd with the 16- or 32-value group's scale
