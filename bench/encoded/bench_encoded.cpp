@@ -37,9 +37,13 @@ namespace {
 
 using ct::index_t;
 
+std::string key_of(const std::string& format, index_t n, index_t k) {
+  return format + "/" + std::to_string(n) + "x" + std::to_string(k);
+}
+
 const ct::encoded_tensor& weights(const std::string& format, index_t n, index_t k) {
   static std::map<std::string, ct::encoded_tensor> cache;
-  const std::string key = format + "/" + std::to_string(n) + "x" + std::to_string(k);
+  const std::string key = key_of(format, n, k);
   auto it = cache.find(key);
   if (it == cache.end())
     it = cache.emplace(key, ct::encode(ct::random_uniform<float>({n, k}, 11, -1.0f, 1.0f), ct::find_format(format))).first;
@@ -55,7 +59,7 @@ struct weight_copies {
 
 const weight_copies& copies(const std::string& format, index_t n, index_t k) {
   static std::map<std::string, weight_copies> cache;
-  const std::string key = format + "/" + std::to_string(n) + "x" + std::to_string(k);
+  const std::string key = key_of(format, n, k);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   const auto& w = weights(format, n, k);

@@ -235,13 +235,12 @@ CT_AVX512_VNNI inline float FoldLanes(__m512 lanes) {
   return _mm_cvtss_f32(_mm_add_ss(w2, _mm_shuffle_ps(w2, w2, 1)));
 }
 
-// Prefetches the `bytes` weight bytes kTimes * x.prefetch_bytes past w (the next rows' when past
-// the row's end: a matrix's rows are contiguous; a prefetch cannot fault, so an address past the
-// end is harmless). Speed only.
-template <int kTimes>
-CT_AVX512_VNNI inline void PrefetchAhead(const unsigned char* w, index_t bytes, const qactivation& x) {
-  if (x.prefetch_bytes == 0) return;
-  const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(w) + static_cast<std::uintptr_t>(kTimes * x.prefetch_bytes);
+// Prefetches the `bytes` weight bytes `distance` past w (the next rows' when past the row's end:
+// a matrix's rows are contiguous; a prefetch cannot fault, so an address past the end is
+// harmless). Speed only.
+CT_AVX512_VNNI inline void PrefetchAhead(const unsigned char* w, index_t bytes, index_t distance) {
+  if (distance == 0) return;
+  const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(w) + static_cast<std::uintptr_t>(distance);
   for (index_t c = 0; c < bytes; c += 64)
     _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::uintptr_t>(c)), _MM_HINT_T0);
 }
@@ -269,7 +268,7 @@ CT_AVX512_VNNI inline float DotRow(const unsigned char* w, const qactivation& x,
       // q8_0 11008 x 4096 went from 0.70-0.79 to 0.87-0.94 of the read bound; q4_0, once its
       // scales came by word permutes, from 0.74-0.83 to 0.83-0.91 of the DRAM read bound
       // (weights cycled through 512 MiB, three interleaved rounds, both shapes).
-      PrefetchAhead<2>(w + g * wbytes, 16 * wbytes, x);
+      PrefetchAhead(w + g * wbytes, 16 * wbytes, 2 * x.prefetch_bytes);
       if (more) Partials16<kQ4>(w + (g + 16) * wbytes, xq + (g + 16) * 32, nxt);
       lanes = Finish16<kQ4, kFused>(cur, w + g * wbytes, x.d + g, x.sums + 2 * g, lanes);
       if (more)
