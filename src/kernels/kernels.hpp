@@ -249,12 +249,28 @@ void sub_unary_sum(sub_unary_sum_tile_fn<T> fn, binary_tile_fn<T> sub, unary_til
 /// d holds n elements, acc is scratch for the lanes; stream: y is written with non-temporal
 /// stores as resolve_scale_then's stream variant does (the caller fences). nullptr for the
 /// scalar backend, and for the multiply-add outputs where resolve_scale_then has none.
+///
+/// It takes one or two rows (count), each with its own operands and lanes. Two rows run each
+/// pass for both before the next stage, so that one row's chain between passes (the lanes'
+/// tree, the division and square root of the one-value steps) overlaps the other's instead of
+/// leaving the core idle; every row's operations are still the one-row call's. Stages come in
+/// the order (0, row 0), (0, row 1), (1, row 0), (1, row 1), each value read before the next
+/// call: the caller pairs rows only when the stage-1 steps do not read what stage 0 computes.
 enum class norm_output : std::uint8_t { mul, mul_mul, mul_add, mul_add_uniform_c };
 template <class T>
 using norm_row_stage_fn = const T* (*)(void* ctx, int stage, double sum);
 template <class T>
-using norm_row_fn = void (*)(const T* x, T* d, T* y, const T* w, const T* c, index_t n, bool streamed,
-                             norm_row_stage_fn<T> stage, void* ctx, lane_accumulator& acc);
+struct norm_row_io {
+  const T* x;
+  T* d;
+  T* y;
+  const T* w;
+  const T* c;
+  lane_accumulator* acc;
+};
+template <class T>
+using norm_row_fn = void (*)(const norm_row_io<T>* rows, int count, index_t n, bool streamed, norm_row_stage_fn<T> stage,
+                             void* ctx);
 template <class T>
 norm_row_fn<T> resolve_norm_row(norm_output out, const settings& s, bool stream) noexcept;
 

@@ -220,36 +220,61 @@ sub_unary_sum_tile_fn<double> ResolveSubUnarySumF64(unary_op op, bool fused) { r
 // ---- a whole row of layer norm's shape (resolve_norm_row) -----------------------------------
 
 #if HWY_TARGET != HWY_SCALAR
+/// The three passes of kernels::resolve_norm_row for kRows rows, each pass for every row
+/// before the next stage (see norm_row_fn).
+template <norm_output kOut, bool kFused, bool kStream, int kRows, class T>
+HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, bool streamed, norm_row_stage_fn<T> stage, void* ctx) {
+  const index_t whole = n / reduce_lanes * reduce_lanes;
+  HWY_UNROLL(2)
+  for (int i = 0; i < kRows; ++i) {
+    double* lane = io[i].acc->lane;
+    if (streamed) AccumulateLanes<false, true>(lane, io[i].x, whole, true);
+    else AccumulateLanes<false, false>(lane, io[i].x, whole, true);
+    for (index_t k = whole; k < n; ++k) lane[k - whole] += static_cast<double>(io[i].x[k]);
+  }
+  // sum_result's scalar tree: a vector tree (ConcatEven/ConcatOdd pairs, the same additions)
+  // made layer norm of 512x1024 7% slower — its shuffles lengthen the chain the next pass waits on.
+  T m[kRows];
+  HWY_UNROLL(2)
+  for (int i = 0; i < kRows; ++i) m[i] = *stage(ctx, 0, sum_result(*io[i].acc));
+  HWY_UNROLL(2)
+  for (int i = 0; i < kRows; ++i) {
+    const T* x = io[i].x;
+    T* d = io[i].d;
+    double* lane = io[i].acc->lane;
+    SubSquareSumTile<kFused, T>(x, &m[i], d, whole, lane, true);
+    for (index_t k = whole; k < n; ++k) {
+      const T t = x[k] - m[i];
+      d[k] = t;
+      const T square = t * t;  // its own statement: rounded before the add, as scalar_sum adds it
+      lane[k - whole] += static_cast<double>(square);
+    }
+  }
+  T r[kRows];
+  HWY_UNROLL(2)
+  for (int i = 0; i < kRows; ++i) r[i] = *stage(ctx, 1, sum_result(*io[i].acc));
+  // the tile functions resolve_binary and resolve_scale_then give the runner's output pass
+  HWY_UNROLL(2)
+  for (int i = 0; i < kRows; ++i) {
+    if constexpr (kOut == norm_output::mul)
+      BinaryOpTile<binary_op::mul, false, true, T, kStream>(io[i].d, &r[i], io[i].y, n);
+    else if constexpr (kOut == norm_output::mul_mul)
+      ScaleThenTile<false, false, false, T, kStream>(io[i].d, &r[i], io[i].w, nullptr, io[i].y, n);
+    else
+      ScaleThenTile<true, kFused, kOut == norm_output::mul_add_uniform_c, T, kStream>(io[i].d, &r[i], io[i].w, io[i].c,
+                                                                                     io[i].y, n);
+  }
+}
+
 /// The three passes of kernels::resolve_norm_row in one function, each the tile function the
 /// runner would call: AccumulateLanes (resolve_sum's) and SubSquareSumTile over the whole
 /// 32-element rounds, the rest of the row fed element by element as by_lane_rounds feeds a
 /// tail, then ScaleThenTile or BinaryOpTile's multiply. Calling them through the evaluator's
 /// runner cost ~45 ns of bookkeeping per row on top of them.
 template <norm_output kOut, bool kFused, bool kStream, class T>
-void NormRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT d, T* HWY_RESTRICT y, const T* w, const T* c, index_t n,
-             bool streamed, norm_row_stage_fn<T> stage, void* ctx, lane_accumulator& acc) {
-  const index_t whole = n / reduce_lanes * reduce_lanes;
-  if (streamed) AccumulateLanes<false, true>(acc.lane, x, whole, true);
-  else AccumulateLanes<false, false>(acc.lane, x, whole, true);
-  for (index_t k = whole; k < n; ++k) acc.lane[k - whole] += static_cast<double>(x[k]);
-  // sum_result's scalar tree: a vector tree (ConcatEven/ConcatOdd pairs, the same additions)
-  // made layer norm of 512x1024 7% slower — its shuffles lengthen the chain the next pass waits on.
-  const T m = *stage(ctx, 0, sum_result(acc));
-  SubSquareSumTile<kFused, T>(x, &m, d, whole, acc.lane, true);
-  for (index_t k = whole; k < n; ++k) {
-    const T t = x[k] - m;
-    d[k] = t;
-    const T square = t * t;  // its own statement: rounded before the add, as scalar_sum adds it
-    acc.lane[k - whole] += static_cast<double>(square);
-  }
-  const T* r = stage(ctx, 1, sum_result(acc));
-  // the tile functions resolve_binary and resolve_scale_then give the runner's output pass
-  if constexpr (kOut == norm_output::mul)
-    BinaryOpTile<binary_op::mul, false, true, T, kStream>(d, r, y, n);
-  else if constexpr (kOut == norm_output::mul_mul)
-    ScaleThenTile<false, false, false, T, kStream>(d, r, w, nullptr, y, n);
-  else
-    ScaleThenTile<true, kFused, kOut == norm_output::mul_add_uniform_c, T, kStream>(d, r, w, c, y, n);
+void NormRow(const norm_row_io<T>* io, int count, index_t n, bool streamed, norm_row_stage_fn<T> stage, void* ctx) {
+  if (count == 2) NormRowsOf<kOut, kFused, kStream, 2>(io, n, streamed, stage, ctx);
+  else NormRowsOf<kOut, kFused, kStream, 1>(io, n, streamed, stage, ctx);
 }
 
 template <bool kFused, bool kStream, class T>

@@ -109,6 +109,37 @@ TEST_CASE("layer_norm and rms_norm are bitwise the same under the scalar and sim
   }
 }
 
+// The fused norm kernel takes rows two at a time, running both rows' first stage (the mean)
+// before either's second (1/sqrt of the variance). Expressions of the same shape whose second
+// stage or bias reads what the first stage computed must still get each row's own values:
+// compare with the scalar backend's general evaluation, for even and odd row counts (the last
+// row of an odd count goes alone).
+TEST_CASE("norm-shaped expressions whose later stages read the mean keep every row's own values", "[scheduling][fused]") {
+  for (auto [rows, cols] : {std::pair<index_t, index_t>{2, 64}, {7, 96}, {8, 1030}}) {
+    auto x = ct::random_uniform<float>({rows, cols}, 81, -3.0f, 5.0f);
+    auto w = ct::random_uniform<float>({cols}, 82, 0.5f, 1.5f), b = ct::random_uniform<float>({cols}, 83, -1.0f, 1.0f);
+    const auto m = ct::mean(x, -1, true);
+    const auto d = x - m;
+    for (ct::fma_policy f : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+      auto run = [&](ct::backend be) {
+        ct::settings_scope scope({be, f});
+        return std::make_tuple(
+            ct::eval(d * ct::rsqrt(ct::mean(ct::square(d), -1, true) + 1e-5f) * w + b),            // plain: pairs
+            ct::eval(d * ct::rsqrt(ct::mean(ct::square(d), -1, true) + ct::abs(m)) * w + b),       // r reads m
+            ct::eval(d * ct::rsqrt(ct::mean(ct::square(d), -1, true) + 1e-5f) * w + m),            // c is m
+            ct::eval(d * ct::rsqrt(ct::mean(ct::square(d), -1, true) * ct::sum(x, -1, true))));  // r reads the sum
+      };
+      auto [a_s, b_s, c_s, d_s] = run(ct::backend::scalar);
+      auto [a_v, b_v, c_v, d_v] = run(ct::backend::simd);
+      INFO(rows << "x" << cols << (f == ct::fma_policy::fused ? " fused" : " separate"));
+      CHECK(ct_test::bitwise_equal(a_s, a_v));
+      CHECK(ct_test::bitwise_equal(b_s, b_v));
+      CHECK(ct_test::bitwise_equal(c_s, c_v));
+      CHECK(ct_test::bitwise_equal(d_s, d_v));
+    }
+  }
+}
+
 // (x * u) * w [+ c] with u one value per group runs as one kernel when nothing else reads
 // x * u (the output pass of layer norm with weight and bias, RMS norm with weight). Its results
 // must be those of the separate operations: compare with x * u materialised first, for the

@@ -1,6 +1,7 @@
 // Recognising the shapes that run on a fast path: plain row reductions, one-tile groups,
 // layer norm's rows, and the early extreme of softmax-like programs. Each fast path computes
 // exactly what the general row walk would (the tests compare them bitwise).
+#include <algorithm>
 #include "ct/exec/settings.hpp"
 #include "src/kernels/kernels.hpp"
 #include "src/expr/dtype_dispatch.hpp"
@@ -181,6 +182,25 @@ void decide_norm_rows(plan& pl) {
   if (pl.narrow_dest) {  // the kernel writes float32: into the row cache, then rounded
     nr.y_at = pl.cache_at + pl.cache_bytes;
     pl.cache_bytes += (static_cast<std::size_t>(pl.geo.reduced) * sizeof(float) + 63) / 64 * 64;
+  }
+  // Pairs: what stage 0 writes (the first sum and pass 1's one values) must not be read by
+  // stage 1's steps nor be the output's c, which the kernel reads after both stages; and no
+  // one value may be loaded, as a load reads the group's own element (the first row's offsets
+  // are the ones current for the pair).
+  std::vector<int> first_stage{nr.s1};
+  for (const pass_plan::uniform_step& us : p1.uniform_steps) first_stage.push_back(us.i);
+  const auto written_first = [&](int i) { return std::find(first_stage.begin(), first_stage.end(), i) != first_stage.end(); };
+  bool pairs = !pl.narrow_dest && pl.widened_leaves.empty() && !written_first(nr.c_one);
+  for (const pass_plan* pp : {&p0, &p1, &p2})
+    for (const pass_plan::uniform_step& us : pp->uniform_steps) pairs = pairs && code[at(us.i)].op != opcode::load;
+  for (const pass_plan::uniform_step& us : p2.uniform_steps) {
+    for (int a : code[at(us.i)].args) pairs = pairs && !written_first(a);
+    pairs = pairs && us.i != nr.c_one;
+  }
+  if (pairs) {
+    nr.pairs = true;
+    nr.d2_at = pl.cache_at + pl.cache_bytes;
+    pl.cache_bytes += (static_cast<std::size_t>(pl.geo.reduced) * static_cast<std::size_t>(esize) + 63) / 64 * 64;
   }
   pl.norm = nr;
 }

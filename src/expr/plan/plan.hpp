@@ -200,6 +200,11 @@ struct norm_rows {
   int m = -1, r = -1;                         // the one values the passes subtract and multiply by
   std::size_t d_at = 0;                       // x - m in the row cache
   std::size_t y_at = 0;                       // a 16-bit destination: the float32 row, rounded once it is done
+  // Rows go to the kernel two at a time (norm_row_fn): the second row's x - m at d2_at. Only
+  // when no row is widened or narrowed and the second stage's one values do not read the first
+  // stage's (a pair runs both rows' first stages before either second one).
+  bool pairs = false;
+  std::size_t d2_at = 0;
 };
 
 /// Early extreme (decide_early_extreme): the first pass only feeds one value max (or min) with

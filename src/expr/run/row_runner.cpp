@@ -218,7 +218,8 @@ struct group_runner {
     offsets = saved;
   }
 
-  std::vector<index_t>& next_offsets;  // of group g + 1 while group g runs (prefetch_next)
+  std::vector<index_t>& next_offsets;  // of group g + 1 while group g runs (prefetch_next, norm pairs)
+  kernels::lane_accumulator pair_lanes;  // the second row's lanes of a norm pair
   bool has_next = false;
   // This group's rows were prefetched by a kernel of the previous group (has_next then, and
   // plan::rows_prefetched): its first pass reads them from the caches and issues no
@@ -323,25 +324,34 @@ struct group_runner {
 
   // run_group for plan::norm: one kernel call per group; between its passes the kernel calls
   // back here for the sums' values and the next pass's one values.
+  // count: 1, or 2 for groups g and g + 1 (norm_rows::pairs).
   template <class T>
-  void run_norm_row(index_t g) {
+  void run_norm_rows(index_t g, int count) {
     const norm_rows& nr = pl.norm;
     pl.geo.group_offsets(g, offsets);
     widen_group_rows();
-    const auto leaf = [&](int l) -> const T* {
+    if (count == 2) {
+      next_offsets.resize(offsets.size());
+      pl.geo.group_offsets(g + 1, next_offsets);
+    }
+    const auto leaf = [&](int l, const std::vector<index_t>& off) -> const T* {
       if (l < 0) return nullptr;
       const auto ul = static_cast<std::size_t>(l);
       if (pl.widen_at[ul] != plan::npos) return reinterpret_cast<const T*>(scratch + pl.cache_at + pl.widen_at[ul]);
-      return static_cast<const T*>(p.leaves()[ul].data) + offsets[ul];
+      return static_cast<const T*>(p.leaves()[ul].data) + off[ul];
     };
-    T* y = pl.narrow_dest ? reinterpret_cast<T*>(scratch + nr.y_at) : static_cast<T*>(pl.dest.data) + offsets.back();
     run_uniform_steps(pl.passes[0]);
-    const T* c = nr.c_one >= 0 ? static_cast<const T*>(ptr[static_cast<std::size_t>(nr.c_one)]) : leaf(nr.c_leaf);
-    reinterpret_cast<kernels::norm_row_fn<T>>(nr.fn)(leaf(nr.x_leaf), reinterpret_cast<T*>(scratch + nr.d_at), y,
-                                                     leaf(nr.w_leaf), c, pl.tile, nr.streamed, &norm_stage<T>, this,
-                                                     states[0].lanes);
+    kernels::norm_row_io<T> io[2];
+    for (int i = 0; i < count; ++i) {
+      const std::vector<index_t>& off = i == 0 ? offsets : next_offsets;
+      T* y = pl.narrow_dest ? reinterpret_cast<T*>(scratch + nr.y_at) : static_cast<T*>(pl.dest.data) + off.back();
+      const T* c = nr.c_one >= 0 ? static_cast<const T*>(ptr[static_cast<std::size_t>(nr.c_one)]) : leaf(nr.c_leaf, off);
+      io[i] = {leaf(nr.x_leaf, off), reinterpret_cast<T*>(scratch + (i == 0 ? nr.d_at : nr.d2_at)), y, leaf(nr.w_leaf, off), c,
+               i == 0 ? &states[0].lanes : &pair_lanes};
+    }
+    reinterpret_cast<kernels::norm_row_fn<T>>(nr.fn)(io, count, pl.tile, nr.streamed, &norm_stage<T>, this);
     if (pl.narrow_dest)
-      narrow_out(reinterpret_cast<const float*>(y),
+      narrow_out(reinterpret_cast<const float*>(io[0].y),
                  static_cast<unsigned char*>(pl.dest.data) + offsets.back() * static_cast<index_t>(dtype_bytes(pl.dest.type)), 1,
                  pl.tile);
   }
@@ -473,10 +483,12 @@ struct group_runner {
 
 void run_norm_rows(const plan& pl, index_t start, index_t end, unsigned char* scratch, runner_workspace& ws) {
   group_runner runner(pl, scratch, ws);
-  if (pl.norm.f64)
-    for (index_t g = start; g < end; ++g) runner.run_norm_row<double>(g);
-  else
-    for (index_t g = start; g < end; ++g) runner.run_norm_row<float>(g);
+  const index_t step = pl.norm.pairs ? 2 : 1;
+  for (index_t g = start; g < end; g += step) {
+    const int count = g + 1 < end ? static_cast<int>(step) : 1;
+    if (pl.norm.f64) runner.run_norm_rows<double>(g, count);
+    else runner.run_norm_rows<float>(g, count);
+  }
   if (pl.stream) stream_fence();  // the results must be visible once this callback returns
 }
 
