@@ -125,6 +125,19 @@ TEST_CASE("every simd target: encoded products give the portable kernels' bits",
       CHECK(ct_test::bitwise_equal(ct::decode(w), under_scalar([&] { return ct::decode(w); })));
     }
   }
+  // bf16 / f16 gemv widens inside the dot product: rows whose K ends in a partial set of the
+  // 32 virtual lanes (and 11 rows: full passes of every target's row count and a remainder).
+  for (const char* name : {"bf16", "f16"})
+    for (ct::index_t k : {45, 83}) {
+      const auto w = ct::encode(ct::random_uniform<float>({11, k}, 13, -1.0f, 1.0f), ct::find_format(name));
+      const auto xk = ct::random_uniform<float>({k}, 14, -2.0f, 2.0f);
+      const auto v = under_scalar([&] { return ct::matmul(w, xk); });
+      for (const std::int64_t t : kt::simd_available_targets()) {
+        const ct_test_kernels::pinned_target pin(t);
+        INFO(name << " K " << k << " on " << kt::simd_target_label(t));
+        CHECK(ct_test::bitwise_equal(ct::matmul(w, xk), v));
+      }
+    }
 }
 
 TEST_CASE("every simd target: reductions and row operations", "[targets][reduce]") {

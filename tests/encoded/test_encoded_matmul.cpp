@@ -332,5 +332,25 @@ TEST_CASE("exact mode with bf16 / f16 rows widened inside the dot product: the d
       const auto wd = ct_test::values(ct::decode(w));
       CHECK(outside_bounds(wd, n, k, ct_test::values(x), ct_test::values(ct::matmul(w, x)), false) == 0);
     }
+    // Products that underflow: every weight -1e-4, every activation 1e-44, so each product is
+    // about -1e-48 and a fused multiply-add rounds every lane's sum to -0. The lanes past the end
+    // of K must not add anything (0 * 0 would make them +0): the result is -0 under the fused
+    // policy, +0 under the separate one (the rounded product -0 added to +0), as decoding gives.
+    for (index_t k : {33, 45, 63}) {
+      INFO(name << " underflow K " << k);
+      const auto w = ct::encode(ct::full<float>({9, k}, -1e-4f), ct::find_format(name));
+      const auto x = ct::full<float>({k}, 1e-44f);
+      for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
+        ct::tensor<float> ys;
+        {
+          ct::settings_scope s({ct::backend::scalar, p});
+          ys = ct::matmul(w, x);
+        }
+        ct::settings_scope s({ct::backend::simd, p});
+        const auto y = ct::matmul(w, x);
+        CHECK(ct_test::bitwise_equal(y, ys));
+        for (index_t i = 0; i < 9; ++i) CHECK(std::signbit(y(i)) == (p == ct::fma_policy::fused));
+      }
+    }
   }
 }
