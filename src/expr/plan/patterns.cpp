@@ -2,6 +2,7 @@
 // layer norm's rows, and the early extreme of softmax-like programs. Each fast path computes
 // exactly what the general row walk would (the tests compare them bitwise).
 #include <algorithm>
+
 #include "ct/exec/settings.hpp"
 #include "src/kernels/kernels.hpp"
 #include "src/expr/dtype_dispatch.hpp"

@@ -322,9 +322,9 @@ struct group_runner {
     walk([&](index_t n, index_t, index_t start) { put(offsets.back() + start * dstride, dstride, n); });
   }
 
-  // run_group for plan::norm: one kernel call per group; between its passes the kernel calls
-  // back here for the sums' values and the next pass's one values.
-  // count: 1, or 2 for groups g and g + 1 (norm_rows::pairs).
+  // run_group for plan::norm: one kernel call per group, or per two groups g and g + 1
+  // (count 2, norm_rows::pairs); between its passes the kernel calls back here for the sums'
+  // values and the next pass's one values.
   template <class T>
   void run_norm_rows(index_t g, int count) {
     const norm_rows& nr = pl.norm;
