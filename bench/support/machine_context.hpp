@@ -22,7 +22,7 @@ inline bool add_machine_context() {
   for (bool f64 : {false, true}) {
     const ct::gemm_blocking g = ct::gemm_blocking_for(t, f64);
     blocking += std::string(f64 ? " f64" : "f32") + " MRxNR " + std::to_string(g.mr) + "x" + std::to_string(g.nr) +
-                " KC " + std::to_string(g.kc) + " MC " + std::to_string(g.mc);
+                " KC " + std::to_string(g.kc) + " MC " + std::to_string(g.mc) + " NC " + std::to_string(g.nc);
   }
   benchmark::AddCustomContext("ct_gemm_blocking", blocking);
   return true;

@@ -26,7 +26,8 @@ struct field {
 };
 // The budgets CT_TUNING can set one by one (l1d, l2, l3 are handled before these).
 constexpr field budget_fields[] = {
-    {"gemm_b_panel", &tuning::gemm_b_panel_bytes},   {"gemm_a_block", &tuning::gemm_a_block_bytes},
+    {"gemm_a_panel", &tuning::gemm_a_panel_bytes},   {"gemm_a_block", &tuning::gemm_a_block_bytes},
+    {"gemm_b_block", &tuning::gemm_b_block_bytes},
     {"gemm_direct_b", &tuning::gemm_direct_b_bytes}, {"row_block", &tuning::row_block_bytes},
     {"gemv_prefetch", &tuning::gemv_prefetch_bytes}, {"weight_prefetch", &tuning::weight_prefetch_bytes},
     {"stream_prefetch", &tuning::stream_prefetch_bytes}, {"stream_store", &tuning::stream_store_bytes},
@@ -36,7 +37,7 @@ constexpr field budget_fields[] = {
 [[noreturn]] void bad_entry(const std::string& spec, const std::string& entry, const std::string& why) {
   throw tuning_error("ct::parse_tuning: entry '" + entry + "' of \"" + spec + "\": " + why +
                      " (expected name=size, size in bytes with an optional K, M or G suffix; names: l1d, l2, l3, "
-                     "gemm_b_panel, gemm_a_block, gemm_direct_b, row_block, gemv_prefetch, weight_prefetch, "
+                     "gemm_a_panel, gemm_a_block, gemm_b_block, gemm_direct_b, row_block, gemv_prefetch, weight_prefetch, "
                      "stream_prefetch, stream_store, row_cache)");
 }
 
@@ -96,8 +97,9 @@ tuning tuning::for_caches(const cache_sizes& given) {
   // Why these fractions: docs/tuning.md. At 32 KiB / 512 KiB / 32 MiB they give the values the
   // kernels were measured best with on Zen 3 (KC 256 for AVX2 floats, 256 KiB direct B and row
   // blocks, 2 KiB weight prefetch, 1 KiB GEMV prefetch, 8 KiB tile prefetch, 16 MiB streaming).
-  t.gemm_b_panel_bytes = at_least_a_line(c.l1d / 2);
+  t.gemm_a_panel_bytes = at_least_a_line(c.l1d / 2);
   t.gemm_a_block_bytes = at_least_a_line(c.l2 / 4);
+  t.gemm_b_block_bytes = at_least_a_line(c.l2 / 2);
   t.gemm_direct_b_bytes = at_least_a_line(c.l2 / 2);
   t.row_block_bytes = at_least_a_line(c.l2 / 2);
   t.gemv_prefetch_bytes = at_least_a_line(c.l1d / 32);

@@ -37,7 +37,7 @@ namespace ct::detail::mm {
 inline constexpr index_t gemm_k_chunk = 128;
 
 struct mm_budgets {
-  index_t b_panel_bytes = 0, a_block_bytes = 0, direct_b_bytes = 0, gemv_prefetch_bytes = 0;
+  index_t a_panel_bytes = 0, a_block_bytes = 0, b_block_bytes = 0, direct_b_bytes = 0, gemv_prefetch_bytes = 0;
 };
 mm_budgets budgets_of(const settings& s);
 

@@ -101,8 +101,8 @@ bool use_simd(const settings& s) { return s.backend == backend::simd; }
 mm_budgets budgets_of(const settings& s) {
   const tuning& t = tuning_of(s);
   const auto bytes = [](std::size_t v) { return static_cast<index_t>(v); };
-  return {bytes(t.gemm_b_panel_bytes), bytes(t.gemm_a_block_bytes), bytes(t.gemm_direct_b_bytes),
-          bytes(t.gemv_prefetch_bytes)};
+  return {bytes(t.gemm_a_panel_bytes), bytes(t.gemm_a_block_bytes), bytes(t.gemm_b_block_bytes),
+          bytes(t.gemm_direct_b_bytes), bytes(t.gemv_prefetch_bytes)};
 }
 
 template <class T>
@@ -205,10 +205,10 @@ namespace ct {
 gemm_blocking gemm_blocking_for(const tuning& t, bool f64) {
   settings s;
   s.tuning = &t;
-  index_t mr = 0, nr = 0, kc = 0, mc = 0;
-  if (f64) detail::mm::simd_gemm_blocking_f64(detail::mm::budgets_of(s), mr, nr, kc, mc);
-  else detail::mm::simd_gemm_blocking_f32(detail::mm::budgets_of(s), mr, nr, kc, mc);
+  index_t mr = 0, nr = 0, kc = 0, mc = 0, nc = 0;
+  if (f64) detail::mm::simd_gemm_blocking_f64(detail::mm::budgets_of(s), mr, nr, kc, mc, nc);
+  else detail::mm::simd_gemm_blocking_f32(detail::mm::budgets_of(s), mr, nr, kc, mc, nc);
   const auto z = [](index_t v) { return static_cast<std::size_t>(v); };
-  return {z(mr), z(nr), z(kc), z(mc)};
+  return {z(mr), z(nr), z(kc), z(mc), z(nc)};
 }
 }  // namespace ct

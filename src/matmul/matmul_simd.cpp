@@ -5,7 +5,8 @@
 // GEMM is BLIS-style: B is packed into panels NR columns wide (once, before scheduling, by
 // gemm_pack_b — or read in place when it is small and row-contiguous), each callback copies
 // its own MC x KC blocks of A into micro-panels of MR rows interleaved by k (or reads a narrow
-// product's A in place), and a register-blocked MR x NR micro-kernel (broadcast one A value,
+// product's A in place), each micro-panel passes over a KC x NC block of B panels before the
+// next one starts, and a register-blocked MR x NR micro-kernel (broadcast one A value,
 // two B vectors, 2*MR accumulators) sums k in chunks of gemm_k_chunk, each from zero, adding
 // each chunk's sums to the destination in the element type. Chunk boundaries are fixed by k
 // alone, so every element is the same sum whatever the blocking, the tile, the edge handling
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -35,18 +37,31 @@ namespace ct::detail::mm {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// The cache blocking for budgets b (ct/core/tuning.hpp): a KC x NR panel of B within
-// b_panel_bytes (the micro-kernel re-reads it for every A micro-panel, from L1), KC a multiple
-// of gemm_k_chunk (at least one chunk, so chunk boundaries never depend on the blocking); an
-// MC x KC block of A within a_block_bytes (re-read for every B panel, from L2), MC a multiple
-// of MR.
+// The cache blocking for budgets b (ct/core/tuning.hpp). KC, a multiple of gemm_k_chunk (at
+// least one chunk, so chunk boundaries never depend on the blocking): an MR x KC micro-panel of
+// A within a_panel_bytes (the micro-kernel re-reads it for every B panel of a block, from L1),
+// and no deeper than the depth that moves the fewest bytes from memory: each block of k reads
+// and writes C once (2 * size / KC bytes per multiply-add) and each block of A rows reads B
+// once (size / MC), with MC * KC * size = a_block_bytes, a sum smallest at
+// KC = sqrt(2 * a_block_bytes / size). An MC x KC block of A within a_block_bytes (re-read from
+// L2 for every block of B panels), MC a multiple of MR; a KC x NC block of B panels within
+// b_block_bytes (re-read from L2 by every micro-panel of the A block), NC a multiple of NR.
+inline index_t whole_chunks(index_t k) { return std::max<index_t>(1, k / gemm_k_chunk) * gemm_k_chunk; }
+inline index_t traffic_depth(index_t a_block_bytes, index_t size) {  // floor(sqrt(2 a / size)), at least 1
+  const index_t target = 2 * a_block_bytes / size;
+  index_t k = std::max<index_t>(1, static_cast<index_t>(std::sqrt(static_cast<double>(target))));
+  while (k > 1 && k * k > target) --k;
+  while ((k + 1) * (k + 1) <= target) ++k;
+  return k;
+}
 template <class T>
 struct blocking {
-  index_t kc, mc;
+  static constexpr index_t size = static_cast<index_t>(sizeof(T));
+  index_t kc, mc, nc;
   explicit blocking(const mm_budgets& b)
-      : kc(std::max<index_t>(1, b.b_panel_bytes / (geom<T>::NR * static_cast<index_t>(sizeof(T))) / gemm_k_chunk) *
-           gemm_k_chunk),
-        mc(std::max<index_t>(1, b.a_block_bytes / (kc * static_cast<index_t>(sizeof(T))) / geom<T>::MR) * geom<T>::MR) {}
+      : kc(whole_chunks(std::min(b.a_panel_bytes / (geom<T>::MR * size), traffic_depth(b.a_block_bytes, size)))),
+        mc(std::max<index_t>(1, b.a_block_bytes / (kc * size) / geom<T>::MR) * geom<T>::MR),
+        nc(std::max<index_t>(1, b.b_block_bytes / (kc * size) / geom<T>::NR) * geom<T>::NR) {}
 };
 
 // ---------------------------------------------------------------- GEMM micro-kernel
@@ -77,6 +92,14 @@ HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const 
   const auto m0 = hn::FirstN(d, static_cast<size_t>(std::min(nvalid, L)));
   const auto m1 = hn::FirstN(d, static_cast<size_t>(nvalid > L ? nvalid - L : 0));
   std::uintptr_t next_line = reinterpret_cast<std::uintptr_t>(b_next);  // integer: may pass the end
+  // An A read in place has MR rows lda apart. Naming each row's address costs a register per
+  // row, more than x86 has beside the loop's own (the compiler spilled them, three reloads
+  // per step of k); instead one base per three rows, each row at base + 0, lda or 2 * lda,
+  // which an address's scaled index expresses with a single lda register.
+  constexpr index_t kBases = kPanelA ? 1 : (MR + 2) / 3;
+  const T* rows[kBases];
+#pragma GCC unroll 16
+  for (index_t g = 0; g < kBases; ++g) rows[g] = a + 3 * g * lda;
   // The C tile was last touched a whole sweep of C ago (the previous block of k): in a large
   // product it is in DRAM by now. Fetching it while the k loop runs (thousands of cycles)
   // hides the misses that would otherwise stall the stores and adds at the end.
@@ -99,11 +122,16 @@ HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const 
       const V b1 = hn::LoadU(d, b + L);
 #pragma GCC unroll 16
       for (index_t i = 0; i < MR; ++i) {
-        const V ai = hn::Set(d, kPanelA ? a[i] : a[i * lda]);
+        const V ai = hn::Set(d, kPanelA ? a[i] : rows[i / 3][(i % 3) * lda]);
         c0[i] = madd<kFused>(ai, b0, c0[i]);
         c1[i] = madd<kFused>(ai, b1, c1[i]);
       }
-      a += kPanelA ? G::MR : 1;
+      if constexpr (kPanelA) {
+        a += G::MR;
+      } else {
+#pragma GCC unroll 16
+        for (index_t g = 0; g < kBases; ++g) ++rows[g];
+      }
       b += brs;
     }
     const bool add = accumulate || q > 0;
@@ -310,7 +338,7 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
   using G = geom<T>;
   constexpr index_t MR = G::MR, NR = G::NR;
   const blocking<T> bl(budgets);
-  const index_t KC = bl.kc, MC = bl.mc;
+  const index_t KC = bl.kc, MC = bl.mc, NC = bl.nc;
   if (g.k == 0) {  // empty sums
     for (index_t i = r0; i < r1; ++i)
       for (index_t j = 0; j < g.n; ++j) g.c[i * g.crs + j * g.ccs] = T(0);
@@ -352,42 +380,51 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
     for (index_t ic = r0; ic < r1; ic += MC) {
       const index_t mc = std::min(MC, r1 - ic);
       if (!direct_a) pack_a_panels(g.a + ic * g.ars + pc * g.acs, g.ars, g.acs, mc, kc, apack.get());
-      for (index_t jr = 0; jr < g.n; jr += NR) {
-        const index_t nr = std::min(NR, g.n - jr);
-        const T* bp;
-        index_t bstride;
-        if (!direct) {
-          bp = packed_b + (jr / NR) * g.k * NR + pc * NR;
-          bstride = NR;
-        } else if (jr < n_direct) {
-          bp = g.b + pc * g.brs + jr;
-          bstride = g.brs;
-        } else {
-          bp = bedge.get();
-          bstride = NR;
-        }
-        // The packed panel the loop goes to next (the next pc's first one after the last jr),
-        // handed to the micro-kernel calls half by half (kc lines each) to prefetch.
-        const T* next = bp;
-        if (!direct) {
-          if (jr + NR < g.n) next = bp + g.k * NR;
-          else if (pc + KC < g.k) next = packed_b + pc * NR + KC * NR;
-        }
+      // Blocks of NC columns of B; within one, each micro-panel of A (from L1) passes over the
+      // block's panels (from L2) before the next micro-panel starts. A B read in place is
+      // small and strided: its panels go one at a time, each kept in L1 across the micro-panels.
+      const index_t nc_block = direct ? NR : NC;
+      for (index_t jc = 0; jc < g.n; jc += nc_block) {
+        const index_t jc_end = std::min(g.n, jc + nc_block);
         for (index_t ir = 0; ir < mc; ir += MR) {
           const index_t mr = std::min(MR, mc - ir);
-          const T* b_next = next == bp ? bp : next + (ir / MR % 2) * kc * (64 / static_cast<index_t>(sizeof(T)));
           const T* ap = direct_a ? g.a + (ic + ir) * g.ars + pc : apack.get() + ir * kc;
-          T* cp = g.c + (ic + ir) * g.crs + jr * g.ccs;
           const micro_fn<T> kernel = kernels[static_cast<std::size_t>(mr - 1)];
-          if (g.ccs == 1) {
-            kernel(kc, ap, g.ars, bp, bstride, cp, g.crs, nr, accumulate, b_next);
-          } else {  // strided destination: go through a contiguous tile
-            if (accumulate)
+          for (index_t jr = jc; jr < jc_end; jr += NR) {
+            const index_t nr = std::min(NR, g.n - jr);
+            const T* bp;
+            index_t bstride;
+            if (!direct) {
+              bp = packed_b + (jr / NR) * g.k * NR + pc * NR;
+              bstride = NR;
+            } else if (jr < n_direct) {
+              bp = g.b + pc * g.brs + jr;
+              bstride = g.brs;
+            } else {
+              bp = bedge.get();
+              bstride = NR;
+            }
+            // The first two micro-panels of a block meet each packed panel first: each call
+            // prefetches half of the panel the loop reads after this one (the next pc's first
+            // after the last jr), kc lines, into L2. Later micro-panels find the block in L2.
+            const T* b_next = bp;
+            if (!direct && ir < 2 * MR) {
+              const T* next = nullptr;
+              if (jr + NR < g.n) next = bp + g.k * NR;
+              else if (pc + KC < g.k) next = packed_b + pc * NR + KC * NR;
+              if (next != nullptr) b_next = next + (ir / MR) * kc * (64 / static_cast<index_t>(sizeof(T)));
+            }
+            T* cp = g.c + (ic + ir) * g.crs + jr * g.ccs;
+            if (g.ccs == 1) {
+              kernel(kc, ap, g.ars, bp, bstride, cp, g.crs, nr, accumulate, b_next);
+            } else {  // strided destination: go through a contiguous tile
+              if (accumulate)
+                for (index_t i = 0; i < mr; ++i)
+                  for (index_t j = 0; j < nr; ++j) tile[i * NR + j] = cp[i * g.crs + j * g.ccs];
+              kernel(kc, ap, g.ars, bp, bstride, tile, NR, NR, accumulate, b_next);
               for (index_t i = 0; i < mr; ++i)
-                for (index_t j = 0; j < nr; ++j) tile[i * NR + j] = cp[i * g.crs + j * g.ccs];
-            kernel(kc, ap, g.ars, bp, bstride, tile, NR, NR, accumulate, b_next);
-            for (index_t i = 0; i < mr; ++i)
-              for (index_t j = 0; j < nr; ++j) cp[i * g.crs + j * g.ccs] = tile[i * NR + j];
+                for (index_t j = 0; j < nr; ++j) cp[i * g.crs + j * g.ccs] = tile[i * NR + j];
+            }
           }
         }
       }
@@ -401,12 +438,13 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
   index_t PackedBSize##S(index_t k, index_t n, index_t brs, index_t bcs, const mm_budgets& b) {           \
     return packed_b_size_t<T>(k, n, brs, bcs, b);                                                            \
   }                                                                                                          \
-  void GemmBlocking##S(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc) {            \
+  void GemmBlocking##S(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc, index_t& nc) { \
     const blocking<T> bl(b);                                                                                 \
     mr = geom<T>::MR;                                                                                        \
     nr = geom<T>::NR;                                                                                        \
     kc = bl.kc;                                                                                              \
     mc = bl.mc;                                                                                              \
+    nc = bl.nc;                                                                                              \
   }                                                                                                          \
   void PackB##S(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out, index_t ahead) {        \
     pack_b_t<T>(k, n, b, brs, bcs, out, ahead);                                                              \
@@ -449,11 +487,11 @@ index_t simd_packed_b_size_f32(index_t k, index_t n, index_t brs, index_t bcs, c
 index_t simd_packed_b_size_f64(index_t k, index_t n, index_t brs, index_t bcs, const mm_budgets& b) {
   return HWY_DYNAMIC_DISPATCH(PackedBSizeF64)(k, n, brs, bcs, b);
 }
-void simd_gemm_blocking_f32(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc) {
-  HWY_DYNAMIC_DISPATCH(GemmBlockingF32)(b, mr, nr, kc, mc);
+void simd_gemm_blocking_f32(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc, index_t& nc) {
+  HWY_DYNAMIC_DISPATCH(GemmBlockingF32)(b, mr, nr, kc, mc, nc);
 }
-void simd_gemm_blocking_f64(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc) {
-  HWY_DYNAMIC_DISPATCH(GemmBlockingF64)(b, mr, nr, kc, mc);
+void simd_gemm_blocking_f64(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc, index_t& nc) {
+  HWY_DYNAMIC_DISPATCH(GemmBlockingF64)(b, mr, nr, kc, mc, nc);
 }
 void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out, index_t ahead_bytes) {
   HWY_DYNAMIC_DISPATCH(PackBF32)(k, n, b, brs, bcs, out, ahead_bytes);

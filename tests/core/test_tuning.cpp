@@ -43,8 +43,9 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   // Zen 3: 32 KiB L1d, 512 KiB L2, 32 MiB L3 — the sizes the constants were measured on.
   const ct::tuning t = ct::tuning::for_caches({32 * K, 512 * K, 32 * M, 64});
   CHECK(t.caches == ct::cache_sizes{32 * K, 512 * K, 32 * M, 64});
-  CHECK(t.gemm_b_panel_bytes == 16 * K);
+  CHECK(t.gemm_a_panel_bytes == 16 * K);
   CHECK(t.gemm_a_block_bytes == 128 * K);
+  CHECK(t.gemm_b_block_bytes == 256 * K);
   CHECK(t.gemm_direct_b_bytes == 256 * K);
   CHECK(t.row_block_bytes == 256 * K);
   CHECK(t.gemv_prefetch_bytes == 1 * K);
@@ -54,8 +55,9 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   CHECK(t.row_cache_bytes == 256 * K);
   // Zen 5's 48 KiB L1d and 1 MiB L2 scale them.
   const ct::tuning z5 = ct::tuning::for_caches({48 * K, 1 * M, 32 * M, 64});
-  CHECK(z5.gemm_b_panel_bytes == 24 * K);
+  CHECK(z5.gemm_a_panel_bytes == 24 * K);
   CHECK(z5.gemm_a_block_bytes == 256 * K);
+  CHECK(z5.gemm_b_block_bytes == 512 * K);
   CHECK(z5.weight_prefetch_bytes == 6 * K);
   // No L3: results streamed from 8 x L2. Unknown sizes: the assumed ones.
   CHECK(ct::tuning::for_caches({32 * K, 512 * K, 0, 64}).stream_store_bytes == 4 * M);
@@ -65,7 +67,8 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   CHECK(ct::tuning::for_caches({0, 0, 0, 0}) == ct::tuning::for_caches({32 * K, 512 * K, 0, 64}));
   // Every budget at least a line, however small the caches.
   const ct::tuning t1 = ct::tuning::for_caches({64, 64, 64, 64});
-  for (std::size_t v : {t1.gemm_b_panel_bytes, t1.gemm_a_block_bytes, t1.gemm_direct_b_bytes, t1.row_block_bytes,
+  for (std::size_t v : {t1.gemm_a_panel_bytes, t1.gemm_a_block_bytes, t1.gemm_b_block_bytes, t1.gemm_direct_b_bytes,
+                        t1.row_block_bytes,
                         t1.gemv_prefetch_bytes, t1.weight_prefetch_bytes, t1.stream_prefetch_bytes,
                         t1.stream_store_bytes, t1.row_cache_bytes})
     CHECK(v == 64);
@@ -76,7 +79,7 @@ TEST_CASE("parse_tuning: caches re-derive, budgets replace one value", "[tuning]
   CHECK(ct::parse_tuning("", base) == base);
   const ct::tuning a = ct::parse_tuning("l1d=48K,gemm_a_block=300000", base);
   CHECK(a.caches.l1d == 48 * K);
-  CHECK(a.gemm_b_panel_bytes == 24 * K);       // derived from the new L1d
+  CHECK(a.gemm_a_panel_bytes == 24 * K);       // derived from the new L1d
   CHECK(a.gemm_a_block_bytes == 300000);      // then replaced
   CHECK(a.row_cache_bytes == base.row_cache_bytes);
   const ct::tuning b = ct::parse_tuning("l2=2M,l3=1g,weight_prefetch=4k,", base);  // units either case, a trailing comma
@@ -142,17 +145,31 @@ TEST_CASE("gemm_blocking_for keeps the blocks within their budgets", "[tuning][m
       REQUIRE(g.nr > 0);
       CHECK(g.kc >= 1);
       CHECK(g.mc % g.mr == 0);
-      // The largest KC in whole k chunks (128) whose B panel fits, or one chunk; the largest
-      // MC in whole micro-panels whose A block fits, or one micro-panel.
+      CHECK(g.nc % g.nr == 0);
+      // KC: whole k chunks (128), at most one whose A micro-panel fits and at most the depth
+      // moving the fewest bytes, sqrt(2 * A block / size), or one chunk; the largest MC in
+      // whole micro-panels whose A block fits, or one micro-panel; the largest NC in whole
+      // panels whose block of B fits, or one panel.
       CHECK(g.kc % 128 == 0);
-      CHECK(g.kc == std::max<std::size_t>(1, t.gemm_b_panel_bytes / (g.nr * size) / 128) * 128);
+      const std::size_t panel_depth = t.gemm_a_panel_bytes / (g.mr * size);
+      std::size_t traffic_depth = 1;
+      while ((traffic_depth + 1) * (traffic_depth + 1) * size <= 2 * t.gemm_a_block_bytes) ++traffic_depth;
+      CHECK(g.kc == std::max<std::size_t>(1, std::min(panel_depth, traffic_depth) / 128) * 128);
       if (g.mc > g.mr) CHECK(g.mc * g.kc * size <= t.gemm_a_block_bytes);
       CHECK((g.mc + g.mr) * g.kc * size > t.gemm_a_block_bytes);
+      if (g.nc > g.nr) CHECK(g.nc * g.kc * size <= t.gemm_b_block_bytes);
+      CHECK((g.nc + g.nr) * g.kc * size > t.gemm_b_block_bytes);
     }
   }
-  // On a 32 KiB L1d the AVX2 and AVX-512 float panels are half of it: KC 256 and 128.
-  const ct::gemm_blocking z3 = ct::gemm_blocking_for(ct::tuning::for_caches({32 * K, 512 * K, 32 * M, 64}));
-  CHECK(z3.kc * z3.nr * 4 == 16 * K);
+  // 32 KiB L1d, 512 KiB L2: float KC 256 whatever the target (sqrt(2 * 128 KiB / 4) = 256;
+  // AVX-512's 12-row A micro-panel is then 12 KiB of L1, AVX2's 6 rows 6 KiB), MC 128 rows,
+  // NC 256 columns; double KC 128 (sqrt(2 * 128 KiB / 8) = 181).
+  const ct::tuning zen3 = ct::tuning::for_caches({32 * K, 512 * K, 32 * M, 64});
+  const ct::gemm_blocking z3 = ct::gemm_blocking_for(zen3);
+  CHECK(z3.kc == 256);
+  CHECK(z3.mc == 128 / z3.mr * z3.mr);
+  CHECK(z3.nc == 256);
+  CHECK(ct::gemm_blocking_for(zen3, true).kc == 128);
 }
 
 TEMPLATE_TEST_CASE("tiny and huge caches: products correct, and bitwise the machine's under every executor",
@@ -181,14 +198,50 @@ TEMPLATE_TEST_CASE("tiny and huge caches: products correct, and bitwise the mach
 }
 
 TEST_CASE("a large product under a tiny tuning: many k and row blocks, bitwise the machine's", "[tuning][matmul]") {
-  // 300 x 700 x 260: KC 128 (tiny: one k chunk) gives 6 k blocks, MC one micro-panel; B is
-  // packed (not direct).
+  // 300 x 700 x 260: KC 128 (tiny: one k chunk) gives 6 k blocks, MC one micro-panel, NC one
+  // panel; B is packed (not direct).
   const auto a = ct::random_uniform<float>({300, 700}, 5, -1.0f, 1.0f);
   const auto b = ct::random_uniform<float>({700, 260}, 6, -1.0f, 1.0f);
   const auto expected = ct::matmul(a, b);
   ct::tuning_scope tuned(tiny());
   const ct::gemm_blocking g = ct::gemm_blocking_for(tiny());
   CHECK(g.kc == 128);
+  ct_test::executor_zoo zoo;
+  for (auto& [name, exec] : zoo.all()) {
+    INFO(name);
+    ct::executor_scope e(exec);
+    CHECK(mm_test::same_bits(ct::matmul(a, b), expected));
+  }
+}
+
+TEMPLATE_TEST_CASE("every level of the blocking split with a partial last part: correct, and bitwise the machine's",
+                   "[tuning][matmul]", float, double) {
+  // Budgets chosen from this target's register tile so that KC is two k chunks (the A block
+  // then needs 128 rows: sqrt(2 * 128 * 256) = 256), MC the micro-panels within 128 rows and
+  // NC two panels: 155 x 600 x 300 then has k blocks of 256, 256 and 88, a second row block
+  // ending in a partial micro-panel, and column blocks ending in a partial panel.
+  using T = TestType;
+  const std::size_t size = sizeof(T);
+  const ct::tuning base = ct::process_tuning();
+  const ct::gemm_blocking tile = ct::gemm_blocking_for(base, size == 8);
+  ct::tuning t = base;
+  t.gemm_a_panel_bytes = tile.mr * 256 * size;
+  t.gemm_a_block_bytes = 128 * 256 * size;
+  t.gemm_b_block_bytes = 2 * tile.nr * 256 * size;
+  t.gemm_direct_b_bytes = 64;  // B packed, as in a large product
+  const ct::gemm_blocking g = ct::gemm_blocking_for(t, size == 8);
+  CHECK(g.kc == 256);
+  CHECK(g.mc == 128 / tile.mr * tile.mr);
+  CHECK((155 - g.mc) % tile.mr != 0);
+  CHECK(g.nc == 2 * tile.nr);
+  const auto a = ct::random_uniform<T>({155, 600}, 11, T(-1), T(1));
+  const auto b = ct::random_uniform<T>({600, 300}, 12, T(-1), T(1));
+  const ct::tensor<T> expected = ct::matmul(a, b);  // the process's blocking
+  const mm_test::reference ref = mm_test::naive_matmul(a, b);
+  ct::tuning_scope tuned(t);
+  const ct::tensor<T> got = ct::matmul(a, b);
+  CHECK(mm_test::count_bad(got, ref) == 0);
+  CHECK(mm_test::same_bits(got, expected));
   ct_test::executor_zoo zoo;
   for (auto& [name, exec] : zoo.all()) {
     INFO(name);

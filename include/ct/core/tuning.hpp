@@ -18,12 +18,16 @@ namespace ct {
 struct tuning {
   /// The cache sizes the budgets below were derived from.
   cache_sizes caches;
-  /// GEMM: one packed KC x NR panel of B, which the micro-kernel re-reads for every A
-  /// micro-panel, takes at most this (half of L1d); KC follows from it and the target's NR.
-  std::size_t gemm_b_panel_bytes = 0;
-  /// GEMM: one packed MC x KC block of A, re-read for every panel of B, takes at most this
-  /// (a quarter of L2, leaving room for the B panels passing through); MC follows from it.
+  /// GEMM: one MR x KC micro-panel of A, which the micro-kernel re-reads for every B panel of
+  /// a block, takes at most this (half of L1d, the rest for the B panel streaming past it);
+  /// KC follows from it and the target's MR.
+  std::size_t gemm_a_panel_bytes = 0;
+  /// GEMM: one packed MC x KC block of A, re-read for every block of B panels, takes at most
+  /// this (a quarter of L2); MC follows from it.
   std::size_t gemm_a_block_bytes = 0;
+  /// GEMM: the KC x NC block of B panels that every micro-panel of an A block passes over
+  /// takes at most this (half of L2, beside the A block); NC follows from it and KC.
+  std::size_t gemm_b_block_bytes = 0;
   /// GEMM: a row-contiguous B of at most this many bytes is read in place instead of being
   /// packed first (half of L2: it stays there across the row blocks).
   std::size_t gemm_direct_b_bytes = 0;
@@ -53,8 +57,8 @@ struct tuning {
 /// The tuning of this process: for_caches(this_machine().caches), then the CT_TUNING
 /// environment variable, read once. CT_TUNING is a comma-separated list of name=size, sizes
 /// in bytes with an optional K, M or G suffix (powers of 1024): l1d, l2 and l3 replace the
-/// detected sizes before the budgets are derived; the others (gemm_b_panel, gemm_a_block,
-/// gemm_direct_b, row_block, gemv_prefetch, weight_prefetch, stream_prefetch, stream_store,
+/// detected sizes before the budgets are derived; the others (gemm_a_panel, gemm_a_block,
+/// gemm_b_block, gemm_direct_b, row_block, gemv_prefetch, weight_prefetch, stream_prefetch, stream_store,
 /// row_cache) then replace one budget. Example: CT_TUNING=l1d=48K,gemm_a_block=256K.
 /// Throws ct::tuning_error (naming the entry) on first use when CT_TUNING does not parse.
 const tuning& process_tuning();
@@ -90,7 +94,8 @@ class tuning_scope {
 };
 
 /// The GEMM blocking the SIMD backend uses for one element type under a tuning on this CPU's
-/// dispatched target: micro-tile MR x NR, KC steps of k per block, MC rows per A block.
+/// dispatched target: micro-tile MR x NR, KC steps of k per block, MC rows per A block, NC
+/// columns per block of B panels.
 struct gemm_blocking {
   /// Rows of the register tile.
   std::size_t mr = 0;
@@ -100,11 +105,13 @@ struct gemm_blocking {
   std::size_t kc = 0;
   /// Rows per packed block of A (a multiple of mr).
   std::size_t mc = 0;
+  /// Columns per block of B panels (a multiple of nr).
+  std::size_t nc = 0;
 };
 /// gemm_blocking for float32 (or float64 when f64) under tuning t.
 gemm_blocking gemm_blocking_for(const tuning& t, bool f64 = false);
 
-/// One line naming every budget, e.g. "L1d 32K L2 512K L3 32M | gemm_b_panel 16K ...".
+/// One line naming every budget, e.g. "L1d 32K L2 512K L3 32M | gemm_a_panel 16K ...".
 std::string describe(const tuning& t);
 
 }  // namespace ct
