@@ -3,19 +3,29 @@
 // aligned, and from 4 MiB on 2 MiB aligned with a request for transparent huge pages (honoured
 // in Linux's usual "madvise" setting). In 4 KiB pages the first-touch faults of a 64 MiB packed
 // B were a third of a prompt-shaped x·Wᵀ on a VM (perf, Zen 5 guest); in huge pages they vanish.
+//
+// Each thread keeps one released block, up to kept_bytes_max (the larger of the one it holds
+// and the one just released), for its next big_buffer of a fitting size: a loop of same-shaped products (every layer of a model, every benchmark
+// iteration) then packs into memory that is already mapped, instead of paying the kernel's
+// mapping, zeroing and unmapping every call (4% of sgemm 1024³ in perf, Zen 5 guest). A kept
+// block is freed when its thread exits, or when a larger released block replaces it.
 // Memory comes from operator new, so allocation failures are std::bad_alloc as everywhere else.
 #pragma once
 #include <cstddef>
 #include <memory>
 #include <new>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "ct/core/index.hpp"
 
 namespace ct::detail {
+
+/// The largest released block a thread keeps for reuse (docs/matmul.md, "Memory").
+inline constexpr std::size_t kept_bytes_max = std::size_t{32} << 20;
+
+/// Raw blocks behind big_buffer: acquire returns at least bytes with the alignment, possibly
+/// this thread's kept block; release gives a block back (kept or freed). src/core/big_buffer.cpp.
+void* big_block_acquire(std::size_t bytes, std::size_t alignment, std::size_t& capacity);
+void big_block_release(void* p, std::size_t capacity, std::size_t alignment) noexcept;
 
 template <class T>
 class big_buffer {
@@ -26,17 +36,16 @@ class big_buffer {
   explicit big_buffer(index_t count) {
     const std::size_t bytes = static_cast<std::size_t>(count > 0 ? count : 1) * sizeof(T);
     const std::size_t alignment = bytes >= huge_from ? huge_page : 64;
-    owner_ = std::unique_ptr<T, release>(static_cast<T*>(::operator new(bytes, std::align_val_t{alignment})), release{alignment});
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (bytes >= huge_from) ::madvise(owner_.get(), bytes / huge_page * huge_page, MADV_HUGEPAGE);  // advice: failure is harmless
-#endif
+    std::size_t capacity = 0;
+    void* p = big_block_acquire(bytes, alignment, capacity);
+    owner_ = std::unique_ptr<T, release>(static_cast<T*>(p), release{capacity, alignment});
   }
   T* data() const noexcept { return owner_.get(); }
 
  private:
   struct release {
-    std::size_t alignment = 64;
-    void operator()(T* p) const noexcept { ::operator delete(p, std::align_val_t{alignment}); }
+    std::size_t capacity = 0, alignment = 64;
+    void operator()(T* p) const noexcept { big_block_release(p, capacity, alignment); }
   };
   std::unique_ptr<T, release> owner_;
 };

@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "matmul/helpers.hpp"
 #include "matmul/reference.hpp"
+#include "support/allocation_guard.hpp"
 
 using ct::index_t;
 using mm_test::count_bad;
@@ -277,4 +279,44 @@ TEST_CASE("matmul accuracy: k chunks keep a long product's error well below one 
     CHECK(err_ct <= 0.5 * err_chain);
     CHECK(err_ct / max_ref < 1e-6);
   }
+}
+
+TEST_CASE("packed operands reuse the block a thread released last, up to the kept limit", "[matmul][allocation]") {
+  // Each thread keeps the last large block it released (src/core/big_buffer.hpp): a product of
+  // the same shape then packs B into it without allocating; a request under half its size, or
+  // a block over 32 MiB, allocates afresh. Seen through the test binary's operator new; run on
+  // a fresh thread so no earlier test's block is kept.
+  if (!ct_test::allocation_hooks_active()) {
+    WARN("operator new is not replaced in this build (TSan): nothing to observe");
+    return;
+  }
+  std::thread([] {
+    constexpr std::size_t MiB = std::size_t{1} << 20;
+    const auto a = ct::random_uniform<float>({64, 512}, 1, -1.0f, 1.0f);
+    const auto b1 = ct::random_uniform<float>({512, 512}, 2, -1.0f, 1.0f);  // packed B: 1 MiB
+    const auto b2 = ct::random_uniform<float>({512, 512}, 3, -1.0f, 1.0f);
+    const auto b_half = ct::random_uniform<float>({512, 288}, 4, -1.0f, 1.0f);   // 576 KiB
+    const auto b_small = ct::random_uniform<float>({512, 160}, 5, -1.0f, 1.0f);  // 320 KiB
+    // The largest allocation of one product (its 64-row result is at most 128 KiB).
+    const auto largest_in_product = [&](const ct::tensor<float>& b) {
+      ct_test::largest_allocation = 0;
+      const ct::tensor<float> c = ct::matmul(a, b);
+      const std::size_t largest = ct_test::largest_allocation;
+      CHECK(mm_test::count_bad(c, mm_test::naive_matmul(a, b)) == 0);  // no stale packing
+      return largest;
+    };
+    CHECK(largest_in_product(b1) >= 1 * MiB);
+    CHECK(largest_in_product(b2) <= 128 * 1024);      // same shape, other values: the kept block, repacked
+    CHECK(largest_in_product(b_half) <= 128 * 1024);  // more than half the kept block: reused
+    CHECK(largest_in_product(b_small) >= 320 * 1024);  // under half of it: a block of its own
+    // Over the limit (a 2 x 4224 x 2048 product packs 33 MiB of B): never kept.
+    const auto a_thin = ct::random_uniform<float>({2, 4224}, 6, -1.0f, 1.0f);
+    const auto b_big = ct::random_uniform<float>({4224, 2048}, 7, -1.0f, 1.0f);
+    for (int round = 0; round < 2; ++round) {
+      ct_test::largest_allocation = 0;
+      const ct::tensor<float> c = ct::matmul(a_thin, b_big);
+      CHECK(ct_test::largest_allocation >= 33 * MiB);
+      CHECK(mm_test::count_bad(c, mm_test::naive_matmul(a_thin, b_big)) == 0);
+    }
+  }).join();
 }

@@ -16,6 +16,7 @@
 namespace ct_test {
 thread_local bool allocations_forbidden = false;
 thread_local long allocations_until_failure = -1;
+thread_local std::size_t largest_allocation = 0;
 bool allocation_hooks_active() noexcept {
 #ifdef CT_TEST_NO_NEW_REPLACEMENT
   return false;
@@ -37,6 +38,7 @@ void* checked_alloc(std::size_t n, std::size_t align) {
     throw std::bad_alloc();
   }
   if (n == 0) n = 1;
+  if (n > ct_test::largest_allocation) ct_test::largest_allocation = n;
   void* p = align <= alignof(std::max_align_t) ? std::malloc(n) : std::aligned_alloc(align, (n + align - 1) / align * align);
   if (p == nullptr) throw std::bad_alloc();
   return p;
