@@ -12,10 +12,15 @@ namespace {
 struct kept_block {
   void* p = nullptr;
   std::size_t capacity = 0, alignment = 0;
-  void free() noexcept {
-    if (p != nullptr) ::operator delete(p, std::align_val_t{alignment});
+  void* take() noexcept {  // the block, now the caller's
+    void* taken = p;
     p = nullptr;
     capacity = alignment = 0;
+    return taken;
+  }
+  void free() noexcept {
+    if (p != nullptr) ::operator delete(p, std::align_val_t{alignment});
+    take();
   }
   ~kept_block() { free(); }
 };
@@ -27,11 +32,8 @@ void* big_block_acquire(std::size_t bytes, std::size_t alignment, std::size_t& c
   // Reuse the kept block when it fits and is not more than twice the request (a small
   // temporary should not pin a large block; the large one stays kept for its next user).
   if (kept.p != nullptr && kept.alignment == alignment && kept.capacity >= bytes && kept.capacity <= 2 * bytes) {
-    void* p = kept.p;
     capacity = kept.capacity;
-    kept.p = nullptr;
-    kept.capacity = kept.alignment = 0;
-    return p;
+    return kept.take();
   }
   void* p = ::operator new(bytes, std::align_val_t{alignment});
   capacity = bytes;

@@ -5,10 +5,11 @@
 // B were a third of a prompt-shaped x·Wᵀ on a VM (perf, Zen 5 guest); in huge pages they vanish.
 //
 // Each thread keeps one released block, up to kept_bytes_max (the larger of the one it holds
-// and the one just released), for its next big_buffer of a fitting size: a loop of same-shaped products (every layer of a model, every benchmark
-// iteration) then packs into memory that is already mapped, instead of paying the kernel's
-// mapping, zeroing and unmapping every call (4% of sgemm 1024³ in perf, Zen 5 guest). A kept
-// block is freed when its thread exits, or when a larger released block replaces it.
+// and the one just released), for its next big_buffer of a fitting size: a loop of
+// same-shaped products (every layer of a model, every benchmark iteration) then packs into
+// memory that is already mapped, instead of paying the kernel's mapping, zeroing and unmapping
+// every call (4% of sgemm 1024³ in perf, Zen 5 guest). A kept block is freed when its thread
+// exits, or when a larger released block replaces it.
 // Memory comes from operator new, so allocation failures are std::bad_alloc as everywhere else.
 #pragma once
 #include <cstddef>

@@ -46,7 +46,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // KC = sqrt(2 * a_block_bytes / size). An MC x KC block of A within a_block_bytes (re-read from
 // L2 for every block of B panels), MC a multiple of MR; a KC x NC block of B panels within
 // b_block_bytes (re-read from L2 by every micro-panel of the A block), NC a multiple of NR.
-inline index_t whole_chunks(index_t k) { return std::max<index_t>(1, k / gemm_k_chunk) * gemm_k_chunk; }
+inline index_t whole_multiples(index_t v, index_t unit) { return std::max<index_t>(1, v / unit) * unit; }  // at least one
 inline index_t traffic_depth(index_t a_block_bytes, index_t size) {  // floor(sqrt(2 a / size)), at least 1
   const index_t target = 2 * a_block_bytes / size;
   index_t k = std::max<index_t>(1, static_cast<index_t>(std::sqrt(static_cast<double>(target))));
@@ -59,9 +59,10 @@ struct blocking {
   static constexpr index_t size = static_cast<index_t>(sizeof(T));
   index_t kc, mc, nc;
   explicit blocking(const mm_budgets& b)
-      : kc(whole_chunks(std::min(b.a_panel_bytes / (geom<T>::MR * size), traffic_depth(b.a_block_bytes, size)))),
-        mc(std::max<index_t>(1, b.a_block_bytes / (kc * size) / geom<T>::MR) * geom<T>::MR),
-        nc(std::max<index_t>(1, b.b_block_bytes / (kc * size) / geom<T>::NR) * geom<T>::NR) {}
+      : kc(whole_multiples(std::min(b.a_panel_bytes / (geom<T>::MR * size), traffic_depth(b.a_block_bytes, size)),
+                           gemm_k_chunk)),
+        mc(whole_multiples(b.a_block_bytes / (kc * size), geom<T>::MR)),
+        nc(whole_multiples(b.b_block_bytes / (kc * size), geom<T>::NR)) {}
 };
 
 // ---------------------------------------------------------------- GEMM micro-kernel
