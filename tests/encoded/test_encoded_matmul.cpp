@@ -19,6 +19,13 @@ using ct::index_t;
 
 namespace {
 
+// f() on the portable scalar backend under FMA policy p: the bits the simd kernels must give.
+template <class F>
+auto on_scalar(ct::fma_policy p, F&& f) {
+  ct::settings_scope s({ct::backend::scalar, p});
+  return f();
+}
+
 std::uint32_t bits_of(float v) {
   std::uint32_t b;
   std::memcpy(&b, &v, 4);
@@ -223,13 +230,9 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
     auto xt = ct::random_uniform<float>({19, k}, 9, -3.0f, 3.0f);
     for (index_t j = 0; j < 32; ++j) xt(4, 32 + j) = 0.0f;
     for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
-      ct::tensor<float> ys, yms, yts;
-      {
-        ct::settings_scope s({ct::backend::scalar, p});
-        ys = ct::matmul(w, x);
-        yms = ct::matmul(w, xm);
-        yts = ct::matmul(xt, w.transpose());
-      }
+      const auto ys = on_scalar(p, [&] { return ct::matmul(w, x); });
+      const auto yms = on_scalar(p, [&] { return ct::matmul(w, xm); });
+      const auto yts = on_scalar(p, [&] { return ct::matmul(xt, w.transpose()); });
       ct::settings_scope s({ct::backend::simd, p});
       CHECK(ct_test::bitwise_equal(ct::matmul(w, x), ys));
       CHECK(ct_test::bitwise_equal(ct::matmul(w, xm), yms));
@@ -251,11 +254,7 @@ TEST_CASE("quantized mode: prompt-sized x·wᵀ (the tile kernels) gives the por
       const auto w = ct::encode(ct::random_uniform<float>({n, k}, 21, -1.0f, 1.0f), ct::find_format(name));
       const auto x = ct::random_uniform<float>({53, k}, 22, -2.0f, 2.0f);
       for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
-        ct::tensor<float> want;
-        {
-          ct::settings_scope s({ct::backend::scalar, p});
-          want = ct::matmul(x, w.transpose());
-        }
+        const auto want = on_scalar(p, [&] { return ct::matmul(x, w.transpose()); });
         ct::settings_scope s({ct::backend::simd, p});
         CHECK(ct_test::bitwise_equal(ct::matmul(x, w.transpose()), want));
         auto wide = ct::zeros<float>({n, 53});
@@ -264,10 +263,7 @@ TEST_CASE("quantized mode: prompt-sized x·wᵀ (the tile kernels) gives the por
         auto x2 = ct::zeros<float>({2, 53, k});
         ct::eval(x + 0.0f, x2.slice(0, 0, 1).reshape({53, k}));
         ct::eval(x * -1.0f, x2.slice(0, 1, 2).reshape({53, k}));
-        const auto want_neg = [&] {
-          ct::settings_scope scalar({ct::backend::scalar, p});
-          return ct::matmul(ct::eval(x * -1.0f), w.transpose());
-        }();
+        const auto want_neg = on_scalar(p, [&] { return ct::matmul(ct::eval(x * -1.0f), w.transpose()); });
         const auto batched = ct::matmul(x2, w.transpose());
         CHECK(ct_test::bitwise_equal(batched.slice(0, 0, 1).reshape({53, n}), want));
         CHECK(ct_test::bitwise_equal(batched.slice(0, 1, 2).reshape({53, n}), want_neg));
@@ -315,13 +311,9 @@ TEST_CASE("exact mode with bf16 / f16 rows widened inside the dot product: the d
       const auto x2 = ct::random_uniform<float>({2 * k}, 9, -3.0f, 3.0f).slice(0, 0, std::nullopt, 2);
       for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
         INFO((p == ct::fma_policy::fused ? "fused" : "separate"));
-        ct::tensor<float> ys, yms, y2s;
-        {
-          ct::settings_scope s({ct::backend::scalar, p});
-          ys = ct::matmul(w, x, ct::encoded_mode::exact);
-          yms = ct::matmul(w, xm, ct::encoded_mode::exact);
-          y2s = ct::matmul(w, x2, ct::encoded_mode::exact);
-        }
+        const auto ys = on_scalar(p, [&] { return ct::matmul(w, x, ct::encoded_mode::exact); });
+        const auto yms = on_scalar(p, [&] { return ct::matmul(w, xm, ct::encoded_mode::exact); });
+        const auto y2s = on_scalar(p, [&] { return ct::matmul(w, x2, ct::encoded_mode::exact); });
         ct::settings_scope s({ct::backend::simd, p});
         CHECK(ct_test::bitwise_equal(ct::matmul(w, x, ct::encoded_mode::exact), ys));
         CHECK(ct_test::bitwise_equal(ct::matmul(w, xm, ct::encoded_mode::exact), yms));
@@ -341,11 +333,7 @@ TEST_CASE("exact mode with bf16 / f16 rows widened inside the dot product: the d
       const auto w = ct::encode(ct::full<float>({9, k}, -1e-4f), ct::find_format(name));
       const auto x = ct::full<float>({k}, 1e-44f);
       for (ct::fma_policy p : {ct::fma_policy::fused, ct::fma_policy::separate}) {
-        ct::tensor<float> ys;
-        {
-          ct::settings_scope s({ct::backend::scalar, p});
-          ys = ct::matmul(w, x);
-        }
+        const auto ys = on_scalar(p, [&] { return ct::matmul(w, x); });
         ct::settings_scope s({ct::backend::simd, p});
         const auto y = ct::matmul(w, x);
         CHECK(ct_test::bitwise_equal(y, ys));
