@@ -87,7 +87,8 @@ void run_split(const program& p, int root, const destination& target, const char
     progs.push_back(p.box(axis, start, end));
     destination d = target;
     d.data = static_cast<unsigned char*>(target.data) + start * target.strides[axis] * esize;
-    plans.push_back(std::make_unique<const plan>(build_plan(progs.back(), root, d, op, may_stream)));
+    plans.push_back(
+        std::make_unique<const plan>(build_plan(progs.back(), root, d, op, may_stream, element_count(F))));
     plan_list.push_back(plans.back().get());
     bytes = std::max(bytes, scratch_bytes(*plans.back()));
   }

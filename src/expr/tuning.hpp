@@ -41,8 +41,10 @@ constexpr index_t stream_min_tile = 4096;
 
 // Split elementwise evaluation (opt-in, settings::split_elementwise): expressions of at least
 // split_min_elements positions, in boxes of about split_box_elements, at most max_split_boxes
-// (one plan each, built before scheduling). Measured: docs/performance.md, "Current numbers"
-// (a*b+c over 16M floats, 2 workers: 1.27x one thread, 0.96 of the triad bound).
+// (one plan each, built before scheduling). A box streams its stores when the whole result is
+// large enough (plan::whole_result_elements), not by its own size: 1 MiB boxes of a 64 MiB
+// a*b+c used ordinary stores, which read every destination line first (2 workers 4.1-4.9 ms
+// against 3.5-4.0 streamed; docs/performance.md). Boxes of 2^20 elements measured the same.
 constexpr index_t split_min_elements = index_t{1} << 20;
 constexpr index_t split_box_elements = index_t{1} << 18;
 constexpr index_t max_split_boxes = 64;

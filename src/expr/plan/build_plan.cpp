@@ -6,12 +6,14 @@
 
 namespace ct::detail::evaluator {
 
-plan build_plan(const program& p, int root, const destination& dest, const char* op, bool may_stream) {
+plan build_plan(const program& p, int root, const destination& dest, const char* op, bool may_stream,
+                index_t whole_result_elements) {
   plan pl(p, root, dest, op);
   const tuning& t = current_tuning();
   pl.prefetch_distance = static_cast<index_t>(t.stream_prefetch_bytes);
   pl.stream_threshold = static_cast<index_t>(t.stream_store_bytes);
   pl.row_cache_budget = t.row_cache_bytes;
+  pl.whole_result_elements = whole_result_elements;
   plan_iteration_space(pl);
   plan_passes(pl);
   plan_prefetch(pl);

@@ -249,8 +249,9 @@ void decide_stream(plan& pl, bool may_stream) {
   // A 16-bit destination streams its rounded tiles (narrowed in the runner, then copied out
   // with non-temporal stores); its tiles are computed in float32, hence the tile test in 4 bytes.
   const index_t tile_bytes = pl.tile * (pl.narrow_dest ? index_t{4} : esize);
+  const index_t result_elements = pl.whole_result_elements > 0 ? pl.whole_result_elements : g.groups * g.reduced;
   pl.stream = may_stream && !pl.column && !pl.root_uniform && light_output_pass(pl) && g.walk.back().strides.back() == 1 &&
-              g.groups * g.reduced * esize >= pl.stream_threshold && tile_bytes >= stream_min_tile;
+              result_elements * esize >= pl.stream_threshold && tile_bytes >= stream_min_tile;
   if (pl.stream && !pl.narrow_dest) resolve_root_stream(pl);
 }
 

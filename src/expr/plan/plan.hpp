@@ -291,6 +291,10 @@ struct plan {
   // ---- the caller's tuning (ct/core/tuning.hpp), read once on the calling thread ----
   index_t prefetch_distance = 0;   // stream_prefetch_bytes: tile inputs prefetched this far ahead
   index_t stream_threshold = 0;    // stream_store_bytes: results this large stream
+  // The elements of the whole result this plan writes part of (a box of a split evaluation),
+  // 0 when it writes all of it: streaming is decided by the whole result's size, since every
+  // box's stores go past the caches together.
+  index_t whole_result_elements = 0;
   std::size_t row_cache_budget = 0;  // row_cache_bytes: the row cache's size
 
   // ---- prefetch (prefetch.cpp) ----
@@ -316,9 +320,12 @@ struct plan {
 };
 
 /// Plans program p's evaluation into dest. may_stream: non-temporal stores are allowed (not
-/// into a staging buffer that is read back right away). Throws empty_reduction_error for a
-/// max/min over nothing whose value would be written.
-plan build_plan(const program& p, int root, const destination& dest, const char* op, bool may_stream);
+/// into a staging buffer that is read back right away). whole_result_elements: when p is one
+/// box of a larger result (split evaluation), that result's element count (plan's field of the
+/// same name). Throws empty_reduction_error for a max/min over nothing whose value would be
+/// written.
+plan build_plan(const program& p, int root, const destination& dest, const char* op, bool may_stream,
+                index_t whole_result_elements = 0);
 
 }  // namespace evaluator
 }  // namespace ct::detail
