@@ -110,16 +110,19 @@ std::vector<detail::big_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k,
 
 // The executor hint (range_callback::grain) for a product whose packed B (b_bytes) does not
 // stay in the caches — past the tuning's stream_store_bytes, half the L3 (capped on a large
-// shared L3), the size the fused evaluation streams past the caches too: four micro-panels of
-// rows. Every range streams all of B once, from memory at that size, which measured about the
-// time of a dozen rows' arithmetic (sgemm 2048³: ~0.6 ms more per extra range, 46 us per row),
-// so ranges of four rows (a two-worker pool's default chunk of a 128-row prompt) spent most of
-// their time on B: two workers ran 128 x 4096 x 4096 at half the speed of one. A B that stays in L3 costs little per range, and the default
-// chunking balanced better there (sgemm 1024³, two workers: 6.8 ms, against 7.9 with the grain).
+// shared L3), the size the fused evaluation streams past the caches too: four row blocks (MC
+// rows each). A range streams all of B from memory once per row block it holds, a whole one or
+// a partial one, so many small ranges multiply that traffic: ranges of four rows (a two-worker
+// pool's default chunk of a 128-row prompt) ran 128 x 4096 x 4096 on two workers at half the
+// speed of one, and ranges of four micro-panels (48 rows, chunks of 64: 32 passes over B where
+// one worker makes 17) left sgemm 2048³ on two workers at 1.7x one. Four row blocks measured
+// 45.7-49.3 ms against 50.5-52.9 there, 4096³ 376-395 against 390-429 (three alternations, Zen 5
+// guest; docs/performance.md). A B that stays in L3 costs little per range, and the default
+// chunking balances better there (sgemm 1024³: 6.1-6.5 ms either way).
 inline index_t gemm_range_grain(index_t b_bytes, bool f64) {
   const tuning& t = current_tuning();
   if (static_cast<std::size_t>(b_bytes) <= t.stream_store_bytes) return 1;
-  return 4 * static_cast<index_t>(gemm_blocking_for(t, f64).mr);
+  return 4 * static_cast<index_t>(gemm_blocking_for(t, f64).mc);
 }
 
 template <class T>

@@ -144,8 +144,8 @@ TEST_CASE("matmul scheduling: scalar and simd backends agree bitwise", "[matmul]
 }
 
 // The executor hint (range_callback::grain, docs/executor.md): a product whose packed B is past
-// the tuning's stream_store_bytes (half the L3) asks for ranges of four micro-panels of rows,
-// since every range streams all of B from memory; a small one, and an encoded x·wᵀ whose
+// the tuning's stream_store_bytes (half the L3) asks for ranges of four row blocks (MC rows),
+// since a range streams all of B from memory once per row block it holds; a small one, and an encoded x·wᵀ whose
 // weights stay in L2, ask for nothing; an encoded x·wᵀ with streaming weights asks for 64
 // vectors. Under a tuning with a 1 MiB L3, so that the 1 MiB B below streams and a packed
 // 256 KiB one does not.
@@ -161,8 +161,9 @@ TEST_CASE("matmul hands the executor a grain when every range would stream a lar
   caches.l2 = 256 << 10;
   caches.l3 = 1 << 20;
   ct::tuning_scope tuned(ct::tuning::for_caches(caches));
-  const index_t mr = static_cast<index_t>(ct::gemm_blocking_for(ct::current_tuning()).mr);
-  const index_t mr64 = static_cast<index_t>(ct::gemm_blocking_for(ct::current_tuning(), true).mr);
+  // Four row blocks (MC rows each) of the blocking in force.
+  const index_t mc = static_cast<index_t>(ct::gemm_blocking_for(ct::current_tuning()).mc);
+  const index_t mc64 = static_cast<index_t>(ct::gemm_blocking_for(ct::current_tuning(), true).mc);
   const auto big = ct::random_uniform<float>({512, 512}, 1, -1.0f, 1.0f);  // 1 MiB: packed
   const auto small = ct::random_uniform<float>({64, 64}, 2, -1.0f, 1.0f);  // 16 KiB: read in place
   const auto middle = ct::random_uniform<float>({256, 256}, 13, -1.0f, 1.0f);  // 256 KiB: packed, stays in L3
@@ -176,5 +177,6 @@ TEST_CASE("matmul hands the executor a grain when every range would stream a lar
   (void)ct::matmul(ct::random_uniform<float>({8, 1024}, 9, -1.0f, 1.0f), wide.transpose());
   (void)ct::matmul(ct::random_uniform<float>({8, 1024}, 10, -1.0f, 1.0f), narrow.transpose());
   const bool simd = ct::current_settings().backend == ct::backend::simd;
-  CHECK(grains == std::vector<index_t>{simd ? 4 * mr : 1, 1, 1, simd ? 4 * mr64 : 1, simd ? 4 * mr : 1, 64, 1});
+  REQUIRE(mc >= 12);
+  CHECK(grains == std::vector<index_t>{simd ? 4 * mc : 1, 1, 1, simd ? 4 * mc64 : 1, simd ? 4 * mc : 1, 64, 1});
 }
