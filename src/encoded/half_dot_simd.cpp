@@ -1,9 +1,9 @@
 // Exact-mode products of bf16 / f16 weight rows with float activations, the 16-bit values
 // widened in registers. The general exact path decodes a row into float scratch and then runs
 // the float dot product over it: three passes over a row (read 16-bit, write float, read float)
-// where one suffices. Widening is exact and the lanes, FMA policy and fold below are those of
-// the float dot product (src/matmul/vector_simd.cpp dot_rows: element p in virtual lane
-// p % dot_lanes, lanes folded by lane_tree), so every result is the general path's bits.
+// where one suffices. Widening is exact, and the rows run through the float GEMV's own body
+// (src/matmul/dot_rows-inl.h: element p in virtual lane p % dot_lanes, lanes folded by
+// lane_tree, the same FMA policy), so every result is the general path's bits.
 //
 // x86 targets from AVX2 up only (F16C and FMA instructions); elsewhere the general path runs.
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
@@ -20,6 +20,7 @@
 
 #include "src/encoded/half_dot.hpp"
 #include "src/matmul/matmul_common.hpp"
+#include "src/matmul/dot_rows-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace ct::detail::encoded {
@@ -53,59 +54,37 @@ HWY_INLINE hn::Vec<DF> Widen(const unsigned char* p) {
   }
 }
 
-template <bool kFused>
-HWY_INLINE hn::Vec<DF> MulAdd(hn::Vec<DF> a, hn::Vec<DF> b, hn::Vec<DF> c) {
-  if constexpr (kFused) {
-    return hn::MulAdd(a, b, c);
-  } else {
-    auto p = hn::Mul(a, b);
-    asm("" : "+v"(p.raw));  // keep the product out of reach of contraction
-    return hn::Add(c, p);
+// R rows of 16-bit values widened to float in registers, for mm::DotRowsInLaneOrder
+// (src/matmul/dot_rows-inl.h): the float GEMV's order, lanes, FMA policy and fold.
+template <bool kBF16, index_t R>
+struct widened_rows {
+  widened_rows(const unsigned char* const* r, index_t ahead) : rows(r), ahead_bytes(ahead) {}  // tail: set by BeginTail
+  const unsigned char* const* rows;
+  index_t ahead_bytes;
+  alignas(64) unsigned char tail[R][2 * W];  // the last partial round, zero padded
+  HWY_INLINE hn::Vec<DF> Load(DF, index_t r, index_t p) const { return Widen<kBF16>(rows[r] + 2 * p); }
+  // W values are one line; an address, as it may lie past the row's end.
+  HWY_INLINE void Prefetch(index_t r, index_t p) const {
+    hwy::Prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(rows[r] + 2 * p) +
+                                                static_cast<std::uintptr_t>(ahead_bytes)));
   }
-}
+  HWY_INLINE void BeginTail(index_t p, index_t k) {
+    for (index_t r = 0; r < R; ++r) {
+      std::memset(tail[r], 0, sizeof(tail[r]));
+      std::memcpy(tail[r], rows[r] + 2 * p, static_cast<std::size_t>(2 * (k - p)));
+    }
+  }
+  template <class M>
+  HWY_INLINE hn::Vec<DF> LoadTail(DF, M, index_t r, index_t, index_t v) const {
+    return Widen<kBF16>(tail[r] + 2 * v * L);
+  }
+};
 
 template <bool kBF16, bool kFused, index_t R>
 HWY_INLINE void Rows(const unsigned char* const* rows, index_t k, const float* HWY_RESTRICT x, float* out,
                      index_t ahead_bytes) {
-  const DF df;
-  using V = hn::Vec<DF>;
-  V acc[R][NV];
-#pragma GCC unroll 16
-  for (index_t r = 0; r < R; ++r)
-#pragma GCC unroll 16
-    for (index_t v = 0; v < NV; ++v) acc[r][v] = hn::Zero(df);
-  index_t p = 0;
-  for (; p + W <= k; p += W) {
-#pragma GCC unroll 16
-    for (index_t r = 0; r < R; ++r)  // W values are one line; an address, as it may lie past the row's end
-      hwy::Prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(rows[r] + 2 * p) +
-                                                  static_cast<std::uintptr_t>(ahead_bytes)));
-#pragma GCC unroll 16
-    for (index_t v = 0; v < NV; ++v) {
-      const V xv = hn::LoadU(df, x + p + v * L);
-#pragma GCC unroll 16
-      for (index_t r = 0; r < R; ++r) acc[r][v] = MulAdd<kFused>(Widen<kBF16>(rows[r] + 2 * (p + v * L)), xv, acc[r][v]);
-    }
-  }
-  if (p < k) {  // tail, as the float kernel: lanes without an element keep their value
-    alignas(64) unsigned char tail[R][2 * W] = {};
-    for (index_t r = 0; r < R; ++r) std::memcpy(tail[r], rows[r] + 2 * p, static_cast<std::size_t>(2 * (k - p)));
-#pragma GCC unroll 16
-    for (index_t v = 0; v < NV; ++v) {
-      const index_t left = std::clamp<index_t>(k - p - v * L, 0, L);
-      const auto m = hn::FirstN(df, static_cast<size_t>(left));
-      const V xv = hn::MaskedLoad(m, df, x + p + v * L);
-#pragma GCC unroll 16
-      for (index_t r = 0; r < R; ++r)
-        acc[r][v] = hn::IfThenElse(m, MulAdd<kFused>(Widen<kBF16>(tail[r] + 2 * v * L), xv, acc[r][v]), acc[r][v]);
-    }
-  }
-  alignas(64) float lanes[R][W];
-#pragma GCC unroll 16
-  for (index_t r = 0; r < R; ++r)
-#pragma GCC unroll 16
-    for (index_t v = 0; v < NV; ++v) hn::Store(acc[r][v], df, lanes[r] + v * L);
-  for (index_t r = 0; r < R; ++r) out[r] = mm::lane_tree(lanes[r]);
+  widened_rows<kBF16, R> src(rows, ahead_bytes);
+  mm::HWY_NAMESPACE::DotRowsInLaneOrder<float, kFused, R>(src, k, x, out);
 }
 
 template <bool kBF16, bool kFused>

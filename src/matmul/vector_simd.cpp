@@ -14,6 +14,7 @@
 
 #include "src/matmul/matmul_common.hpp"
 #include "src/matmul/simd_common-inl.h"
+#include "src/matmul/dot_rows-inl.h"
 
 #if defined(__clang__)
 #pragma clang fp contract(off)
@@ -26,59 +27,34 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---------------------------------------------------------------- GEMV / dot
 
-// out[r] = dot(rows[r][0..k), x[0..k)) for R rows at once (sharing the x loads), in the
-// virtual-lane order: element p goes to lane p % dot_lanes, lanes then fold by lane_tree.
+// R rows of T read as they are, for DotRowsInLaneOrder (dot_rows-inl.h).
+template <class T>
+struct plain_rows {
+  const T* const* rows;
+  index_t ahead;  // the tuning's gemv_prefetch_bytes, in elements
+  template <class D>
+  HWY_INLINE hn::Vec<D> Load(D d, index_t r, index_t p) const {
+    return hn::LoadU(d, rows[r] + p);
+  }
+  // Streams from DRAM: ask for the lines a few rounds ahead of use — every line (a round
+  // spans dot_lanes elements, two lines for float): prefetching one line in two left
+  // 4096x4096 sgemv at 0.96x Eigen, both lines 1.05x (15 interleaved repetitions).
+  HWY_INLINE void Prefetch(index_t r, index_t p) const {
+    hwy::Prefetch(rows[r] + p + ahead);
+    if constexpr (dot_lanes<T> * sizeof(T) > 64) hwy::Prefetch(rows[r] + p + ahead + 64 / sizeof(T));
+  }
+  HWY_INLINE void BeginTail(index_t, index_t) const {}
+  template <class D, class M>
+  HWY_INLINE hn::Vec<D> LoadTail(D d, M m, index_t r, index_t p, index_t v) const {
+    return hn::MaskedLoad(m, d, rows[r] + p + v * geom<T>::L);
+  }
+};
+
+// out[r] = dot(rows[r][0..k), x[0..k)) for R rows at once, in the virtual-lane order.
 template <class T, bool kFused, index_t R>
 HWY_INLINE void dot_rows(index_t k, const T* const* rows, const T* HWY_RESTRICT x, T* out, index_t ahead) {
-  using G = geom<T>;
-  const typename G::D d;
-  constexpr index_t L = G::L;
-  constexpr index_t W = dot_lanes<T>;
-  constexpr index_t NV = W / L;
-  using V = decltype(hn::Zero(d));
-  V acc[R][NV];
-#pragma GCC unroll 16
-  for (index_t r = 0; r < R; ++r)
-#pragma GCC unroll 16
-    for (index_t v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
-  index_t p = 0;
-  for (; p + W <= k; p += W) {
-    // Streams from DRAM: ask for the lines a few iterations ahead of use — every line (an
-    // iteration spans W elements, two lines for float): prefetching one line in two left
-    // 4096x4096 sgemv at 0.96x Eigen, both lines 1.05x (15 interleaved repetitions). ahead:
-    // the tuning's gemv_prefetch_bytes in elements.
-#pragma GCC unroll 16
-    for (index_t r = 0; r < R; ++r) {
-      hwy::Prefetch(rows[r] + p + ahead);
-      if constexpr (W * sizeof(T) > 64) hwy::Prefetch(rows[r] + p + ahead + 64 / sizeof(T));
-    }
-#pragma GCC unroll 16
-    for (index_t v = 0; v < NV; ++v) {
-      const V xv = hn::LoadU(d, x + p + v * L);
-#pragma GCC unroll 16
-      for (index_t r = 0; r < R; ++r) acc[r][v] = madd<kFused>(hn::LoadU(d, rows[r] + p + v * L), xv, acc[r][v]);
-    }
-  }
-  if (p < k) {  // tail: lanes without an element keep their value
-#pragma GCC unroll 16
-    for (index_t v = 0; v < NV; ++v) {
-      const index_t left = std::clamp<index_t>(k - p - v * L, 0, L);
-      const auto m = hn::FirstN(d, static_cast<size_t>(left));
-      const V xv = hn::MaskedLoad(m, d, x + p + v * L);
-#pragma GCC unroll 16
-      for (index_t r = 0; r < R; ++r)
-        acc[r][v] = hn::IfThenElse(m, madd<kFused>(hn::MaskedLoad(m, d, rows[r] + p + v * L), xv, acc[r][v]),
-                                   acc[r][v]);
-    }
-  }
-  // Constant indices throughout (unrolled): a variable index would make the compiler keep
-  // acc in memory and store it on every iteration of the main loop.
-  alignas(64) T lanes[R][W];
-#pragma GCC unroll 16
-  for (index_t r = 0; r < R; ++r)
-#pragma GCC unroll 16
-    for (index_t v = 0; v < NV; ++v) hn::Store(acc[r][v], d, lanes[r] + v * L);
-  for (index_t r = 0; r < R; ++r) out[r] = lane_tree(lanes[r]);
+  plain_rows<T> src{rows, ahead};
+  DotRowsInLaneOrder<T, kFused, R>(src, k, x, out);
 }
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
