@@ -32,13 +32,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 constexpr index_t L = static_cast<index_t>(hn::MaxLanes(DF()));
 constexpr index_t W = mm::dot_lanes<float>;
-constexpr index_t NV = W / L;
-// Rows per pass (sharing the activation loads): as many accumulators as the float kernel.
-#if HWY_TARGET <= HWY_AVX3
-constexpr index_t kRows = 16 / NV;
-#else
-constexpr index_t kRows = 8 / NV;
-#endif
+// Rows per pass (sharing the activation loads): the float GEMV's.
+constexpr index_t kRows = mm::HWY_NAMESPACE::kDotRows<float>;
 
 template <bool kBF16>
 HWY_INLINE hn::Vec<DF> Widen(const unsigned char* p) {

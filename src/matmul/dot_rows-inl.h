@@ -22,6 +22,16 @@ namespace ct::detail::mm {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+/// Rows per DotRowsInLaneOrder call: enough independent accumulators (R x the vectors of a
+/// round) to hide the FMA latency, 16 with AVX-512's 32 registers, 8 below.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+constexpr index_t kDotRowsAccumulators = 16;
+#else
+constexpr index_t kDotRowsAccumulators = 8;
+#endif
+template <class T>
+constexpr index_t kDotRows = std::max<index_t>(1, kDotRowsAccumulators / (dot_lanes<T> / geom<T>::L));
+
 /// out[r] = dot(row r, x[0..k)) for r < R, sharing each load of x between the rows, in the
 /// virtual-lane order (kernels.hpp): element p goes to lane p % dot_lanes<T>, the lanes then
 /// fold by lane_tree. The rows come from `src`, which provides

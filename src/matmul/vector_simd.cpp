@@ -57,19 +57,11 @@ HWY_INLINE void dot_rows(index_t k, const T* const* rows, const T* HWY_RESTRICT 
   DotRowsInLaneOrder<T, kFused, R>(src, k, x, out);
 }
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-constexpr index_t kGemvAccumulators = 16;
-#else
-constexpr index_t kGemvAccumulators = 8;
-#endif
-
 template <class T, bool kFused>
 void gemv_rows_t(index_t k, const T* a, index_t ars, index_t acs, const T* x, index_t xs, T* y, index_t ys,
                  index_t i0, index_t i1, const mm_budgets& budgets) {
-  using G = geom<T>;
   const index_t ahead = budgets.gemv_prefetch_bytes / static_cast<index_t>(sizeof(T));
-  // Rows per pass: enough independent accumulators to hide the FMA latency.
-  constexpr index_t R = std::max<index_t>(1, kGemvAccumulators / (dot_lanes<T> / G::L));
+  constexpr index_t R = kDotRows<T>;
   std::unique_ptr<scratch<T>> xbuf, rowbuf;
   if (xs != 1) {  // gather a strided x once
     xbuf = std::make_unique<scratch<T>>(k);
