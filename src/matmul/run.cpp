@@ -116,8 +116,8 @@ std::vector<detail::big_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k,
 // pool's default chunk of a 128-row prompt) ran 128 x 4096 x 4096 on two workers at half the
 // speed of one, and ranges of four micro-panels (48 rows, chunks of 64: 32 passes over B where
 // one worker makes 17) left sgemm 2048³ on two workers at 1.7x one. Four row blocks measured
-// 45.7-49.3 ms against 50.5-52.9 there, 4096³ 376-395 against 390-429 (three alternations, Zen 5
-// guest; docs/performance.md). A B that stays in L3 costs little per range, and the default
+// 47.3-51.5 ms against 53.0-54.1 there, 4096³ 389-444 against 409-422 (three alternations of
+// the two libraries, Zen 5 guest; docs/performance.md). A B that stays in L3 costs little per range, and the default
 // chunking balances better there (sgemm 1024³: 6.1-6.5 ms either way).
 inline index_t gemm_range_grain(index_t b_bytes, bool f64) {
   const tuning& t = current_tuning();
