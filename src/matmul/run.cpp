@@ -109,19 +109,20 @@ std::vector<detail::big_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k,
 }
 
 // The executor hint (range_callback::grain) for a product whose packed B (b_bytes) does not
-// stay in the caches — past the tuning's stream_store_bytes, half the L3 (capped on a large
-// shared L3), the size the fused evaluation streams past the caches too: four row blocks (MC
-// rows each). A range streams all of B from memory once per row block it holds, a whole one or
-// a partial one, so many small ranges multiply that traffic: ranges of four rows (a two-worker
-// pool's default chunk of a 128-row prompt) ran 128 x 4096 x 4096 on two workers at half the
-// speed of one, and ranges of four micro-panels (48 rows, chunks of 64: 32 passes over B where
-// one worker makes 17) left sgemm 2048³ on two workers at 1.7x one. Four row blocks measured
-// 47.3-51.5 ms against 53.0-54.1 there, 4096³ 389-444 against 409-422 (three alternations of
-// the two libraries, Zen 5 guest; docs/performance.md). A B that stays in L3 costs little per range, and the default
-// chunking balances better there (sgemm 1024³: 6.1-6.5 ms either way).
+// stay in a worker's L2 — past the tuning's gemm_b_block_bytes, one block of B panels: four row
+// blocks (MC rows each). A range streams all of B from L3 or memory once per row block it
+// holds, a whole one or a partial one, so many small ranges multiply that traffic: ranges of
+// four rows (a two-worker pool's default chunk of a 128-row prompt) ran 128 x 4096 x 4096 on two
+// workers at half the speed of one, and ranges of four micro-panels (48 rows, chunks of 64: 32
+// passes over B where one worker makes 17) left sgemm 2048³ on two workers at 1.7x one. Four
+// row blocks measured 47.3-51.5 ms against 53.0-54.1 there (Zen 5 guest). The bound was half
+// the L3 at first, on the view that an L3-resident B is cheap to re-read; a Xeon with a 480 MiB
+// L3 reads it at about 27 GB/s per core, no faster than memory, and with that bound two
+// workers ran the 128-row prompt 1.3x slower than one and sgemm 4096³ at 1.56-1.71x; past half
+// the L2 they ran 1.35x faster than one and 1.92x (docs/performance.md).
 inline index_t gemm_range_grain(index_t b_bytes, bool f64) {
   const tuning& t = current_tuning();
-  if (static_cast<std::size_t>(b_bytes) <= t.stream_store_bytes) return 1;
+  if (static_cast<std::size_t>(b_bytes) <= t.gemm_b_block_bytes) return 1;
   return 4 * static_cast<index_t>(gemm_blocking_for(t, f64).mc);
 }
 

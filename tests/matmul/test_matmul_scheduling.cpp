@@ -144,11 +144,11 @@ TEST_CASE("matmul scheduling: scalar and simd backends agree bitwise", "[matmul]
 }
 
 // The executor hint (range_callback::grain, docs/executor.md): a product whose packed B is past
-// the tuning's stream_store_bytes (half the L3) asks for ranges of four row blocks (MC rows),
-// since a range streams all of B from memory once per row block it holds; a small one, and an encoded x·wᵀ whose
-// weights stay in L2, ask for nothing; an encoded x·wᵀ with streaming weights asks for 64
-// vectors. Under a tuning with a 1 MiB L3, so that the 1 MiB B below streams and a packed
-// 256 KiB one does not.
+// the tuning's gemm_b_block_bytes (half the L2) asks for ranges of four row blocks (MC rows),
+// since a range streams all of B from L3 or memory once per row block it holds; a small one, and
+// an encoded x·wᵀ whose weights stay in L2, ask for nothing; an encoded x·wᵀ with streaming
+// weights asks for 64 vectors. Under a tuning with a 256 KiB L2, so that the 1 MiB and 256 KiB
+// Bs below stream and a packed 64 KiB one (a transposed view: never read in place) does not.
 TEST_CASE("matmul hands the executor a grain when every range would stream a large operand", "[matmul][scheduling]") {
   std::vector<index_t> grains;
   const ct::executor recording = [&](index_t count, ct::range_callback cb) {
@@ -159,17 +159,19 @@ TEST_CASE("matmul hands the executor a grain when every range would stream a lar
   ct::cache_sizes caches;
   caches.l1d = 32 << 10;
   caches.l2 = 256 << 10;
-  caches.l3 = 1 << 20;
+  caches.l3 = 8 << 20;
   ct::tuning_scope tuned(ct::tuning::for_caches(caches));
   // Four row blocks (MC rows each) of the blocking in force.
   const index_t mc = static_cast<index_t>(ct::gemm_blocking_for(ct::current_tuning()).mc);
   const index_t mc64 = static_cast<index_t>(ct::gemm_blocking_for(ct::current_tuning(), true).mc);
   const auto big = ct::random_uniform<float>({512, 512}, 1, -1.0f, 1.0f);  // 1 MiB: packed
   const auto small = ct::random_uniform<float>({64, 64}, 2, -1.0f, 1.0f);  // 16 KiB: read in place
-  const auto middle = ct::random_uniform<float>({256, 256}, 13, -1.0f, 1.0f);  // 256 KiB: packed, stays in L3
+  const auto middle = ct::random_uniform<float>({256, 256}, 13, -1.0f, 1.0f);  // 256 KiB: packed, streams
+  const auto packed_small = ct::random_uniform<float>({128, 128}, 15, -1.0f, 1.0f).transpose();  // 64 KiB: packed, stays
   (void)ct::matmul(ct::random_uniform<float>({8, 512}, 3, -1.0f, 1.0f), big);
   (void)ct::matmul(ct::random_uniform<float>({8, 64}, 4, -1.0f, 1.0f), small);
   (void)ct::matmul(ct::random_uniform<float>({8, 256}, 14, -1.0f, 1.0f), middle);
+  (void)ct::matmul(ct::random_uniform<float>({8, 128}, 16, -1.0f, 1.0f), packed_small);
   (void)ct::matmul(ct::random_uniform<double>({8, 512}, 5, -1.0, 1.0), ct::random_uniform<double>({512, 512}, 6, -1.0, 1.0));
   (void)ct::matmul(ct::random_uniform<ct::bfloat16>({8, 512}, 11), ct::random_uniform<ct::bfloat16>({512, 512}, 12));
   const auto wide = ct::encode(ct::random_uniform<float>({4096, 1024}, 7, -1.0f, 1.0f), ct::find_format("q8_0"));  // 4.25 MiB
@@ -178,5 +180,5 @@ TEST_CASE("matmul hands the executor a grain when every range would stream a lar
   (void)ct::matmul(ct::random_uniform<float>({8, 1024}, 10, -1.0f, 1.0f), narrow.transpose());
   const bool simd = ct::current_settings().backend == ct::backend::simd;
   REQUIRE(mc >= 12);
-  CHECK(grains == std::vector<index_t>{simd ? 4 * mc : 1, 1, 1, simd ? 4 * mc64 : 1, simd ? 4 * mc : 1, 64, 1});
+  CHECK(grains == std::vector<index_t>{simd ? 4 * mc : 1, 1, simd ? 4 * mc : 1, 1, simd ? 4 * mc64 : 1, simd ? 4 * mc : 1, 64, 1});
 }

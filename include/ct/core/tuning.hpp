@@ -26,7 +26,9 @@ struct tuning {
   /// this (a quarter of L2); MC follows from it.
   std::size_t gemm_a_block_bytes = 0;
   /// GEMM: the KC x NC block of B panels that every micro-panel of an A block passes over
-  /// takes at most this (half of L2, beside the A block); NC follows from it and KC.
+  /// takes at most this (half of L2, beside the A block); NC follows from it and KC. A packed B
+  /// past this streams from L3 or memory in every range, so the product asks the executor for
+  /// ranges of four row blocks (range_callback::grain).
   std::size_t gemm_b_block_bytes = 0;
   /// GEMM: a row-contiguous B of at most this many bytes is read in place instead of being
   /// packed first (half of L2: it stays there across the row blocks).
