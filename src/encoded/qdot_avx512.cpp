@@ -20,7 +20,8 @@
 //
 // q4_K / q6_K: per super-block, the quants against their activation quants by vpmaddubsw (pairs
 // to int16: at most 2 * 63 * 127 < 2^15), then vpdpwssd with the 16- or 32-value group's scale
-// accumulates into int32; one horizontal sum per super-block, as the order wants.
+// accumulates into int32; the lane sums of two super-blocks in one tree (the order only fixes
+// the float steps, one per exact integer sum).
 //
 // The tile kernel (prompt-sized x·wᵀ, q8_0 / q4_0): weights and activations laid out so that
 // the sixteen blocks' integer dots land in their own lanes without a fold (qdot.hpp,
@@ -306,28 +307,68 @@ CT_AVX512_VNNI inline __m256i Halve(__m512i v) {
   return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
-// q4_K: a super-block's eight 6-bit scales and mins, unpacked from its 12 bytes with 32-bit
-// operations (docs/encoded.md draws the packing): bytes 0..3 hold scales 0..3 and the top bits
-// of scales 4..7, bytes 4..7 the same for the mins, bytes 8..11 the low nibbles of scales 4..7
-// (low half) and mins 4..7 (high half). Byte j of the result: sub-block j's value.
-inline void q4_K_unpack(const unsigned char* p, std::uint64_t& scales, std::uint64_t& mins) noexcept {
-  std::uint32_t w0, w1, w2;
-  std::memcpy(&w0, p, 4);
-  std::memcpy(&w1, p + 4, 4);
-  std::memcpy(&w2, p + 8, 4);
-  const std::uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | (((w0 >> 6) & 0x03030303u) << 4);
-  const std::uint32_t m_hi = ((w2 >> 4) & 0x0f0f0f0fu) | (((w1 >> 6) & 0x03030303u) << 4);
-  scales = (w0 & 0x3f3f3f3fu) | (static_cast<std::uint64_t>(sc_hi) << 32);
-  mins = (w1 & 0x3f3f3f3fu) | (static_cast<std::uint64_t>(m_hi) << 32);
+// q4_K: a super-block's eight 6-bit scales and mins, unpacked from its 12 bytes (at p) in one
+// 128-bit register (docs/encoded.md draws the packing): 32-bit lanes 0..2 hold w0 (scales 0..3
+// and the top bits of scales 4..7), w1 (the same for the mins) and w2 (the low nibbles of
+// scales 4..7 and, shifted by 4, of mins 4..7). Result: bytes 0..7 the scales of sub-blocks
+// 0..7, bytes 8..15 their mins. (The scalar form of these bit operations was about a fifth of
+// a super-block's instructions, and fed the vector work through a register move.) Reads 16
+// bytes at p: the super-block has 144.
+CT_AVX512_VNNI inline __m128i Q4KScalesMins(const unsigned char* p) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i low6 = _mm_and_si128(v, _mm_set1_epi8(0x3f));                         // lanes 0, 1: scales / mins 0..3
+  const __m128i w2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa), _mm_setr_epi32(0, 4, 0, 0));  // w2, w2 >> 4
+  const __m128i top = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(v, 6), _mm_set1_epi8(0x03)), 4);
+  const __m128i high = _mm_or_si128(_mm_and_si128(w2, _mm_set1_epi8(0x0f)), top);   // lanes 0, 1: scales / mins 4..7
+  return _mm_unpacklo_epi32(low6, high);  // [scales 0..3, scales 4..7, mins 0..3, mins 4..7]
 }
 
-// q4_K: per 64-value chunk c, its 32 bytes twice, [low nibbles | high nibbles] = sub-blocks 2c
-// and 2c + 1, against 64 consecutive activation quants; pairs times the sub-block's scale as
-// int16 (vpshufb picks scale bytes 2c and 2c + 1 into the two halves). A_s at most
-// 256 * 15 * 127 * 63, B_s at most 256 * 127 * 63.
+// q4_K: one super-block's integer sums before the horizontal adds: A_s as eight int32 partials,
+// and B_s = sum_j m_j * (sums[2j] + sums[2j + 1]) as eight int32 partials. Per 64-value chunk c,
+// its 32 bytes twice, [low nibbles | high nibbles] = sub-blocks 2c and 2c + 1, against 64
+// consecutive activation quants; pairs times the sub-block's scale as int16 (vpshufb picks scale
+// bytes 2c and 2c + 1 into the two halves). A_s at most 256 * 15 * 127 * 63, B_s at most
+// 256 * 127 * 63.
+CT_AVX512_VNNI inline void Q4KPartials(const unsigned char* w, const std::int8_t* xq, const std::int16_t* sums,
+                                      const __m512i (&pick)[4], __m256i& a_out, __m256i& b_out) {
+  const __m512i shifts = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4), low = _mm512_set1_epi8(0x0f);
+  const __m128i sm = Q4KScalesMins(w + 4);
+  const __m512i scb = _mm512_broadcast_i32x4(sm);
+  // Two accumulators (chunks 0, 2 and 1, 3): a chain of four vpdpwssd was the loop's latency.
+  __m512i acc2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+  for (int c = 0; c < 4; ++c) {
+    const __m512i bytes = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c)));
+    const __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(bytes, shifts), low);
+    const __m512i pairs = _mm512_maddubs_epi16(nib, _mm512_loadu_si512(xq + 64 * c));
+    acc2[c % 2] = _mm512_dpwssd_epi32(acc2[c % 2], pairs, _mm512_shuffle_epi8(scb, pick[c]));
+  }
+  a_out = Halve(_mm512_add_epi32(acc2[0], acc2[1]));
+  // The mins as int16 pairs [m0 m0 m1 m1 ...] (bytes 8..15 of sm, each twice).
+  const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+  b_out = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums)), m16);
+}
+
+// The lane sums of four vectors of eight int32 (exact in any order): out = {sum p0, sum q0,
+// sum p1, sum q1}. One tree for all four: the two horizontal sums per super-block each took as
+// many shuffles and adds as the whole tree.
+CT_AVX512_VNNI inline void HSum4x8(__m256i p0, __m256i q0, __m256i p1, __m256i q1, std::int32_t (&out)[4]) {
+  const __m512i p = _mm512_inserti64x4(_mm512_castsi256_si512(p0), p1, 1);
+  const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+  // per 128-bit lane: [p0 + p2, q0 + q2, p1 + p3, q1 + q3], then [P, Q, P, Q] for the lane
+  __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi32(p, q), _mm512_unpackhi_epi32(p, q));
+  t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_BADC));
+  t = _mm512_add_epi32(t, _mm512_shuffle_i32x4(t, t, _MM_SHUFFLE(2, 3, 0, 1)));  // lanes 0 + 1, 2 + 3
+  const __m128i lo = _mm512_castsi512_si128(t), hi = _mm512_extracti32x4_epi32(t, 2);
+  out[0] = _mm_cvtsi128_si32(lo);
+  out[1] = _mm_extract_epi32(lo, 1);
+  out[2] = _mm_cvtsi128_si32(hi);
+  out[3] = _mm_extract_epi32(hi, 1);
+}
+
+// q4_K: super-blocks in pairs (one reduction tree for both), each added to the float sum in
+// order as the portable kernel does: acc += (dx d) A_s, then acc -= (dx dmin) B_s.
 template <bool kFused>
 CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
-  const __m512i shifts = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4), low = _mm512_set1_epi8(0x0f);
   // int16 lanes 0..15 take scale byte 2c, lanes 16..31 byte 2c + 1 (0x80: a zero high byte).
   __m512i pick[4];
   for (int c = 0; c < 4; ++c) {
@@ -338,27 +379,27 @@ CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index
                                 static_cast<long long>(b), static_cast<long long>(b));
   }
   float acc = 0.0f;
-  for (index_t s = 0; s < blocks; ++s, w += q4_K_bytes) {
-    const std::int8_t* xq = x.q + s * 256;
-    std::uint64_t sc8, m8;
-    q4_K_unpack(w + 4, sc8, m8);
-    const __m512i scb = _mm512_broadcast_i32x4(_mm_cvtsi64_si128(static_cast<long long>(sc8)));
-    // Two accumulators (chunks 0, 2 and 1, 3): a chain of four vpdpwssd was the loop's latency.
-    __m512i acc2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-    for (int c = 0; c < 4; ++c) {
-      const __m512i bytes = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c)));
-      const __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(bytes, shifts), low);
-      const __m512i pairs = _mm512_maddubs_epi16(nib, _mm512_loadu_si512(xq + 64 * c));
-      acc2[c % 2] = _mm512_dpwssd_epi32(acc2[c % 2], pairs, _mm512_shuffle_epi8(scb, pick[c]));
-    }
-    const __m512i a = _mm512_add_epi32(acc2[0], acc2[1]);
-    // B_s: m_j * (sums[2j] + sums[2j + 1]), the mins as int16 pairs [m0 m0 m1 m1 ...].
-    const __m128i mb = _mm_cvtsi64_si128(static_cast<long long>(m8));
-    const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));
-    const __m256i bv = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums + s * 16)), m16);
+  const auto add = [&](const unsigned char* sb, index_t s, std::int32_t a, std::int32_t b) {
     const float dx = x.d[s];
-    acc = mm::muladd<kFused>(dx * ScaleAt(w), static_cast<float>(HSum8(Halve(a))), acc);
-    acc = mm::muladd<kFused>(-(dx * ScaleAt(w + 2)), static_cast<float>(HSum8(bv)), acc);
+    acc = mm::muladd<kFused>(dx * ScaleAt(sb), static_cast<float>(a), acc);
+    acc = mm::muladd<kFused>(-(dx * ScaleAt(sb + 2)), static_cast<float>(b), acc);
+  };
+  index_t s = 0;
+  for (; s + 2 <= blocks; s += 2, w += 2 * q4_K_bytes) {
+    __m256i a0, b0, a1, b1;
+    Q4KPartials(w, x.q + s * 256, x.sums + s * 16, pick, a0, b0);
+    Q4KPartials(w + q4_K_bytes, x.q + (s + 1) * 256, x.sums + (s + 1) * 16, pick, a1, b1);
+    std::int32_t t[4];
+    HSum4x8(a0, b0, a1, b1, t);
+    add(w, s, t[0], t[1]);
+    add(w + q4_K_bytes, s + 1, t[2], t[3]);
+  }
+  if (s < blocks) {
+    __m256i a0, b0;
+    Q4KPartials(w, x.q + s * 256, x.sums + s * 16, pick, a0, b0);
+    std::int32_t t[4];
+    HSum4x8(a0, b0, _mm256_setzero_si256(), _mm256_setzero_si256(), t);
+    add(w, s, t[0], t[1]);
   }
   return acc;
 }
