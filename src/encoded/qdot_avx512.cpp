@@ -20,8 +20,8 @@
 //
 // q4_K / q6_K: per super-block, the quants against their activation quants by vpmaddubsw (pairs
 // to int16: at most 2 * 63 * 127 < 2^15), then vpdpwssd with the 16- or 32-value group's scale
-// accumulates into int32; the lane sums of two super-blocks in one tree (the order only fixes
-// the float steps, one per exact integer sum).
+// accumulates into int32; then one horizontal sum per super-block (q4_K: one tree for a pair
+// of super-blocks' A_s and B_s; the order only fixes the float steps, one per exact integer sum).
 //
 // The tile kernel (prompt-sized x·wᵀ, q8_0 / q4_0): weights and activations laid out so that
 // the sixteen blocks' integer dots land in their own lanes without a fold (qdot.hpp,
