@@ -164,28 +164,43 @@ CT_AVX512_VNNI inline void Partials16(const unsigned char* w, const std::int8_t*
   }
 }
 
+// 64 bytes at w + offset; with kTail only those before w + limit (the rest read as zeros, and
+// masked-off bytes are never touched: a tail group may end at the end of the weights).
+template <bool kTail>
+CT_AVX512_VNNI inline __m512i Load64(const unsigned char* w, index_t offset, index_t limit) {
+  if constexpr (kTail) {
+    const index_t rem = limit - offset;
+    const __mmask64 m = rem >= 64 ? ~__mmask64{0} : rem <= 0 ? __mmask64{0} : (__mmask64{1} << rem) - 1;
+    return _mm512_maskz_loadu_epi8(m, w + offset);
+  } else {
+    (void)limit;
+    return _mm512_loadu_si512(w + offset);
+  }
+}
+
 // The float16 scales of the sixteen blocks at w, widened, block j in lane j. A scale is the
 // block's first 16-bit word (blocks are 18 or 34 bytes: an even number of words apart), so a
 // two-register word permute (vpermt2w) picks those of the blocks whose first words lie in a
 // 128-byte window: q4_0 blocks 0-7 from bytes [0, 128) and 8-15 from [144, 272); q8_0 four
 // blocks from each of [136i, 136i + 128). A blend puts the windows' lanes together. (Built
 // in general registers from sixteen 2-byte loads instead, this took ~45 instructions per
-// group, a third of q4_0's.)
-template <bool kQ4>
-CT_AVX512_VNNI inline __m512 Scales16(const unsigned char* w) {
+// group, a third of q4_0's.) kTail: a group of fewer blocks, its bytes ending at w + limit;
+// the lanes past them are zeros.
+template <bool kQ4, bool kTail = false>
+CT_AVX512_VNNI inline __m512 Scales16(const unsigned char* w, index_t limit = 0) {
   __m512i h;
   if constexpr (kQ4) {
     alignas(64) static constexpr std::int16_t words[32] = {0, 9, 18, 27, 36, 45, 54, 63, 0, 9, 18, 27, 36, 45, 54, 63};
     const __m512i idx = _mm512_load_si512(words);
-    const __m512i a = _mm512_permutex2var_epi16(_mm512_loadu_si512(w), idx, _mm512_loadu_si512(w + 64));
-    const __m512i b = _mm512_permutex2var_epi16(_mm512_loadu_si512(w + 144), idx, _mm512_loadu_si512(w + 208));
+    const __m512i a = _mm512_permutex2var_epi16(Load64<kTail>(w, 0, limit), idx, Load64<kTail>(w, 64, limit));
+    const __m512i b = _mm512_permutex2var_epi16(Load64<kTail>(w, 144, limit), idx, Load64<kTail>(w, 208, limit));
     h = _mm512_mask_blend_epi16(0xff00u, a, b);
   } else {
     alignas(64) static constexpr std::int16_t words[32] = {0, 17, 34, 51, 0, 17, 34, 51, 0, 17, 34, 51, 0, 17, 34, 51};
     const __m512i idx = _mm512_load_si512(words);
     __m512i p[4];
     for (int i = 0; i < 4; ++i)
-      p[i] = _mm512_permutex2var_epi16(_mm512_loadu_si512(w + 136 * i), idx, _mm512_loadu_si512(w + 136 * i + 64));
+      p[i] = _mm512_permutex2var_epi16(Load64<kTail>(w, 136 * i, limit), idx, Load64<kTail>(w, 136 * i + 64, limit));
     h = _mm512_mask_blend_epi16(0xff00u, _mm512_mask_blend_epi16(0x00f0u, p[0], p[1]), _mm512_mask_blend_epi16(0xf000u, p[2], p[3]));
   }
   return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
@@ -221,10 +236,10 @@ CT_AVX512_VNNI inline __m512 TailGroup(const unsigned char* w, const std::int8_t
   const __m512i offset = _mm512_madd_epi16(_mm512_maskz_loadu_epi16(static_cast<__mmask32>((1ull << (2 * nb)) - 1), sums),
                                            _mm512_set1_epi16(kQ4 ? 8 : 128));
   const __m512i isum = _mm512_sub_epi32(FoldSixteen(part), offset);
-  alignas(32) std::uint16_t bits[16] = {};
-  for (index_t j = 0; j < nb; ++j) bits[j] = load_u16_le(w + j * wbytes);
-  const __m512 scale = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(bits))),
-                                     _mm512_maskz_loadu_ps(keep, xd));
+  // The scales by Scales16's permutes, its loads masked to the group's bytes (sixteen 2-byte
+  // stores read back as one vector stalled store forwarding, and rows of 24 blocks — K = 768,
+  // the Llama bench's — spend a third of their blocks here).
+  const __m512 scale = _mm512_mul_ps(Scales16<kQ4, true>(w, nb * wbytes), _mm512_maskz_loadu_ps(keep, xd));
   return _mm512_mask_mov_ps(lanes, keep, MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), lanes));
 }
 
