@@ -300,9 +300,38 @@ CT_AVX512_VNNI float QDot32(const unsigned char* w, const qactivation& x, index_
   return DotRow<kQ4, kFused>(w, x, blocks);
 }
 
+// Rows of 16 to 31 blocks (K = 512..992: a small model's attention and feed-forward inputs)
+// hold one whole group, so DotRow's pipeline has nothing to overlap; here it runs across rows
+// instead: row r + 1's group loads and vpdpbusd are issued before row r's fold, tail and final
+// sum. The same steps per row as DotRow (same bits).
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI void ShortRows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
+                              float* y, index_t y_stride) {
+  constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
+  constexpr int kRegs = kQ4 ? 4 : 8;
+  const std::int8_t* const xq = kQ4 ? x.q_split : x.q;
+  __m512i cur[8], nxt[8];
+  Partials16<kQ4>(w, xq, cur);
+  for (index_t r = 0; r < rows; ++r) {
+    const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
+    const bool more = r + 1 < rows;
+    PrefetchAhead(row, 16 * wbytes, 2 * x.prefetch_bytes);
+    if (more) Partials16<kQ4>(row + row_bytes, xq, nxt);
+    __m512 lanes = Finish16<kQ4, kFused>(cur, row, x.d, x.sums, _mm512_setzero_ps());
+    if (blocks > 16) lanes = TailGroup<kQ4, kFused>(row + 16 * wbytes, x.q + 16 * 32, x.d + 16, x.sums + 32, blocks - 16, lanes);
+    y[r * y_stride] = FoldLanes(lanes);
+    if (more)
+      for (int i = 0; i < kRegs; ++i) cur[i] = nxt[i];
+  }
+}
+
 template <bool kQ4, bool kFused>
 CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
                                float* y, index_t y_stride) {
+  if (blocks >= 16 && blocks < 32 && rows > 1) {
+    ShortRows<kQ4, kFused>(w, row_bytes, rows, x, blocks, y, y_stride);
+    return;
+  }
   for (index_t r = 0; r < rows; ++r) y[r * y_stride] = DotRow<kQ4, kFused>(w + static_cast<std::size_t>(r) * row_bytes, x, blocks);
 }
 
