@@ -339,7 +339,7 @@ qdot_rows_fn RowsFor(qformat, bool) { return nullptr; }
 
 #endif
 
-// The tile kernels: AVX-512 VNNI only (qdot_avx512.cpp).
+// The tile kernels: AVX-512 VNNI only (qdot_tile_avx512.cpp).
 qdot_tile_fn TileFor(qformat f, bool fused) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   return avx512_qdot_tile(f, fused);
