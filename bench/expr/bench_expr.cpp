@@ -737,13 +737,17 @@ workload make_bf16_row_op(bool layer_norm, index_t rows, index_t cols, benchmark
 // ---------------------------------------------------------------------------------------
 // Bandwidth bounds (single thread)
 
-struct aligned_free {
-  void operator()(void* p) const { std::free(p); }
+// The bounds' buffers come from the allocator of ct's tensors (ct/core/storage.hpp: from 4 MiB
+// on, 2 MiB aligned with the huge-page advice), so a bound and the workloads it bounds read
+// memory mapped the same way.
+struct storage_free {
+  std::size_t bytes = 0;
+  void operator()(unsigned char* p) const { ct::detail::release_storage(p, bytes); }
 };
-using buffer = std::unique_ptr<unsigned char, aligned_free>;
+using buffer = std::unique_ptr<unsigned char, storage_free>;
 
 buffer make_buffer(std::size_t bytes, unsigned char fill) {
-  buffer b(static_cast<unsigned char*>(std::aligned_alloc(64, bytes)));
+  buffer b(static_cast<unsigned char*>(ct::detail::acquire_storage(bytes)), storage_free{bytes});
   std::memset(b.get(), fill, bytes);  // touch every page before timing
   return b;
 }

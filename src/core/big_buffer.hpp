@@ -17,6 +17,7 @@
 #include <new>
 
 #include "ct/core/index.hpp"
+#include "ct/core/storage.hpp"
 
 namespace ct::detail {
 
@@ -31,7 +32,7 @@ void big_block_release(void* p, std::size_t capacity, std::size_t alignment) noe
 template <class T>
 class big_buffer {
  public:
-  static constexpr std::size_t huge_from = std::size_t{4} << 20, huge_page = std::size_t{2} << 20;
+  static constexpr std::size_t huge_from = large_storage_bytes, huge_page = large_storage_alignment;  // as tensors'
 
   big_buffer() = default;
   explicit big_buffer(index_t count) {

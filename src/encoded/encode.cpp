@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ct/core/storage.hpp"
 #include "ct/encoded/encoded_tensor.hpp"
 #include "src/select/select.hpp"
 
@@ -64,7 +65,10 @@ encoded_tensor encode(const tensor<float>& x, format f) {
   check_shape(op, x.shape());
   const std::size_t rb = checked_row_bytes(op, f, x.shape());
   const index_t rows = row_count(x.shape()), k = x.shape()[x.rank() - 1];
-  std::shared_ptr<unsigned char[]> bytes(new unsigned char[std::max<std::size_t>(rb * static_cast<std::size_t>(rows), 1)]);
+  const std::size_t total = std::max<std::size_t>(rb * static_cast<std::size_t>(rows), 1);
+  // storage.hpp's allocation: a large model's weights on huge pages, like a tensor's elements
+  std::shared_ptr<unsigned char[]> bytes(static_cast<unsigned char*>(detail::acquire_storage(total)),
+                                         [total](unsigned char* p) { detail::release_storage(p, total); });
   std::vector<float> row(static_cast<std::size_t>(k));
   const index_t cs = x.strides()[x.rank() - 1];
   for (index_t r = 0; r < rows; ++r) {

@@ -2,7 +2,10 @@
 // memory (CONTRACT.md §5) is in tests/contract/s5_memory_failure.cpp.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
+#include <fstream>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "ct/ct.hpp"
@@ -20,6 +23,50 @@ TEST_CASE("tensor: a new tensor is zero-filled, row-major and 64-byte aligned", 
   CHECK(reinterpret_cast<std::uintptr_t>(t.data()) % 64 == 0);
   for (index_t i = 0; i < 24; ++i) CHECK(t.data()[i] == 0.0f);
   CHECK(t.shape(-1) == 4);
+}
+
+namespace {
+// Linux: whether the mapping holding p carries the huge-page advice (smaps' VmFlags "hg").
+// -1 when that cannot be told (no smaps, or a kernel without transparent huge pages).
+int has_huge_page_advice(const void* p) {
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) return -1;
+  std::ifstream smaps("/proc/self/smaps");
+  if (!smaps) return -1;
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(':') > line.find(' ')) {
+      inside = lo <= at && at < hi;  // a mapping's first line: "lo-hi perms ..."
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line.find(" hg") != std::string::npos ? 1 : 0;
+    }
+  }
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("tensor: storage from 4 MiB on is 2 MiB aligned and advised for huge pages", "[tensor]") {
+  // Just below the threshold: the usual 64-byte alignment, no advice asked for.
+  ct::tensor<float> small(dims{static_cast<index_t>(ct::detail::large_storage_bytes / 4 - 16)});
+  CHECK(reinterpret_cast<std::uintptr_t>(small.data()) % 64 == 0);
+  // At it, and for another element type and an encoded tensor's bytes.
+  ct::tensor<float> large(dims{1024, 1024});
+  ct::tensor<double> wide(dims{3, 1024, 1024});
+  const ct::encoded_tensor enc = ct::encode(ct::full<float>(dims{4096, 1024}, 127.0f), ct::formats::q8_0());
+  REQUIRE(enc.size_bytes() >= ct::detail::large_storage_bytes);
+  for (const void* p : {static_cast<const void*>(large.data()), static_cast<const void*>(wide.data()),
+                        static_cast<const void*>(enc.data())}) {
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % (std::size_t{2} << 20) == 0);
+    const int advised = has_huge_page_advice(p);
+    if (advised >= 0) CHECK(advised == 1);
+  }
+  // Still zero-filled, and usable (127 encodes exactly: scale 1, quant 127).
+  for (index_t i = 0; i < large.size(); i += 4099) CHECK(large.data()[i] == 0.0f);
+  CHECK(wide.data()[wide.size() - 1] == 0.0);
+  CHECK(ct::decode(enc).data()[4096 * 1024 - 1] == 127.0f);
 }
 
 TEST_CASE("tensor: every element type, ranks 0 to 8", "[tensor]") {
