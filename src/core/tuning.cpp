@@ -30,6 +30,7 @@ constexpr field budget_fields[] = {
     {"gemm_b_block", &tuning::gemm_b_block_bytes},
     {"gemm_direct_b", &tuning::gemm_direct_b_bytes}, {"row_block", &tuning::row_block_bytes},
     {"gemv_prefetch", &tuning::gemv_prefetch_bytes}, {"weight_prefetch", &tuning::weight_prefetch_bytes},
+    {"weight_burst", &tuning::weight_burst_bytes},
     {"stream_prefetch", &tuning::stream_prefetch_bytes}, {"stream_store", &tuning::stream_store_bytes},
     {"row_cache", &tuning::row_cache_bytes},
 };
@@ -37,7 +38,7 @@ constexpr field budget_fields[] = {
 [[noreturn]] void bad_entry(const std::string& spec, const std::string& entry, const std::string& why) {
   throw tuning_error("ct::parse_tuning: entry '" + entry + "' of \"" + spec + "\": " + why +
                      " (expected name=size, size in bytes with an optional K, M or G suffix; names: l1d, l2, l3, "
-                     "gemm_a_panel, gemm_a_block, gemm_b_block, gemm_direct_b, row_block, gemv_prefetch, weight_prefetch, "
+                     "gemm_a_panel, gemm_a_block, gemm_b_block, gemm_direct_b, row_block, gemv_prefetch, weight_prefetch, weight_burst, "
                      "stream_prefetch, stream_store, row_cache)");
 }
 
@@ -104,6 +105,7 @@ tuning tuning::for_caches(const cache_sizes& given) {
   t.row_block_bytes = at_least_a_line(c.l2 / 2);
   t.gemv_prefetch_bytes = at_least_a_line(c.l1d / 32);
   t.weight_prefetch_bytes = at_least_a_line(c.l1d / 8);
+  t.weight_burst_bytes = at_least_a_line(c.l1d / 4);
   t.stream_prefetch_bytes = at_least_a_line(c.l1d / 4);
   // Half the L3, but no more than 32 L2s: a large L3 is shared by many cores (an Intel Xeon
   // reports 480 MiB), and a 64 MiB softmax written through the cache there took 9.6-11.5 ms

@@ -156,6 +156,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   // The caller's tuning (ct/core/tuning.hpp), read here on its thread: speed only.
   const tuning& tuned = current_tuning();
   const auto weight_prefetch = static_cast<index_t>(tuned.weight_prefetch_bytes);
+  const auto weight_burst = qdot.burst ? static_cast<index_t>(tuned.weight_burst_bytes) : index_t{0};
 
   // Quantized mode: every activation vector quantized once, before any group runs, in the
   // kernel's activation blocks (qdot.hpp): K int8 quants, a scale per block, sums of 16.
@@ -251,7 +252,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   const auto rows_of = [&](index_t b, index_t n0, index_t n1, index_t mi) {
     const index_t at = (x_batches == 1 ? 0 : b) * q.m + mi;
     const detail::encoded::qactivation a{aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector,
-                                         weight_prefetch, split_at(at)};
+                                         weight_prefetch, split_at(at), weight_burst};
     qdot.run_rows(wrow(b, n0), w.row_bytes(), n1 - n0, a, wblocks, yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn);
   };
   // Exact mode with bf16 / f16 weights and a contiguous activation vector: the rows are

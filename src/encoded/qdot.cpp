@@ -108,8 +108,14 @@ qdot_kernel resolve_qdot(std::string_view format, const settings& s) {
   if (s.backend == backend::simd)
     if (qdot_fn fn = simd_qdot(f, fused))
       // The AVX-512 q4_0 kernel is the one that reads the split layout.
-      return {fn, block, simd_qdot_rows(f, fused), simd_qdot_tile_pack(f), simd_qdot_tile(f, fused), f == qformat::q8_0 ? 128 : 8,
-              f == qformat::q4_0 && fn == avx512_qdot(f, fused)};
+      return {fn,
+              block,
+              simd_qdot_rows(f, fused),
+              simd_qdot_tile_pack(f),
+              simd_qdot_tile(f, fused),
+              f == qformat::q8_0 ? 128 : 8,
+              f == qformat::q4_0 && fn == avx512_qdot(f, fused),
+              f == qformat::q4_0 || f == qformat::q4_K};
   return portable_qdot(format, fused);
 }
 

@@ -49,7 +49,18 @@ struct qactivation {
   /// The quants in the split layout (split_quants) where the kernel asks for it
   /// (qdot_kernel::split), else nullptr.
   const std::int8_t* q_split = nullptr;
+  /// Before each row, the row loops (run_rows, the simd rows functions) prefetch this many
+  /// bytes of the next row into L2 at once: the tuning's weight_burst_bytes for kernels with
+  /// qdot_kernel::burst, else 0 (none). Speed only.
+  index_t burst_bytes = 0;
 };
+
+/// The first min(row_bytes, x.burst_bytes) bytes at `next` (the next weight row) into L2, all
+/// requests issued back to back. A prefetch never faults, so a row past the end is harmless.
+inline void burst_prefetch(const unsigned char* next, std::size_t row_bytes, index_t burst_bytes) {
+  const std::size_t n = row_bytes < static_cast<std::size_t>(burst_bytes) ? row_bytes : static_cast<std::size_t>(burst_bytes);
+  for (std::size_t b = 0; b < n; b += 64) __builtin_prefetch(next + b, 0, 1);  // prefetcht2
+}
 
 /// The split layout of K activation quants, for the AVX-512 q4_0 kernel: every whole group of
 /// 16 blocks of 32 (512 quants) keeps its place, and within it each run of four blocks
@@ -123,11 +134,18 @@ struct qdot_kernel {
   qdot_tile_fn tile = nullptr;            // q4_0 with AVX-512 VNNI), and their activations'
   std::int32_t tile_offset = 0;           // offset factor c (qtile_activations)
   bool split = false;                     // fn / rows read qactivation::q_split
+  // The caller asks for bursts of the next row (qactivation::burst_bytes) for the simd q4_0
+  // and q4_K kernels, measured faster from memory; not q8_0 or q6_K (docs/tuning.md).
+  bool burst = false;
   explicit operator bool() const noexcept { return fn != nullptr; }
   void run_rows(const unsigned char* w, std::size_t row_bytes, index_t n, const qactivation& x, index_t blocks, float* y,
                 index_t y_stride) const {
     if (rows) return rows(w, row_bytes, n, x, blocks, y, y_stride);
-    for (index_t r = 0; r < n; ++r) y[r * y_stride] = fn(w + static_cast<std::size_t>(r) * row_bytes, x, blocks);
+    for (index_t r = 0; r < n; ++r) {
+      const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
+      if (r + 1 < n) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
+      y[r * y_stride] = fn(row, x, blocks);
+    }
   }
 };
 

@@ -298,7 +298,11 @@ CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, in
     ShortRows<kQ4, kFused>(w, row_bytes, rows, x, blocks, y, y_stride);
     return;
   }
-  for (index_t r = 0; r < rows; ++r) y[r * y_stride] = DotRow<kQ4, kFused>(w + static_cast<std::size_t>(r) * row_bytes, x, blocks);
+  for (index_t r = 0; r < rows; ++r) {
+    const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
+    if (r + 1 < rows) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
+    y[r * y_stride] = DotRow<kQ4, kFused>(row, x, blocks);
+  }
 }
 
 // The sum of v's eight int32 lanes (exact in any order).

@@ -252,7 +252,11 @@ float QDot32(const unsigned char* w, const qactivation& x, index_t blocks) {
 template <bool kQ4, bool kFused>
 void QDot32Rows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks, float* y,
                 index_t y_stride) {
-  for (index_t r = 0; r < rows; ++r) y[r * y_stride] = Dot32<kQ4, kFused>(w + static_cast<std::size_t>(r) * row_bytes, x, blocks);
+  for (index_t r = 0; r < rows; ++r) {
+    const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
+    if (r + 1 < rows) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
+    y[r * y_stride] = Dot32<kQ4, kFused>(row, x, blocks);
+  }
 }
 
 #endif

@@ -50,6 +50,7 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   CHECK(t.row_block_bytes == 256 * K);
   CHECK(t.gemv_prefetch_bytes == 1 * K);
   CHECK(t.weight_prefetch_bytes == 4 * K);
+  CHECK(t.weight_burst_bytes == 8 * K);
   CHECK(t.stream_prefetch_bytes == 8 * K);
   CHECK(t.stream_store_bytes == 16 * M);
   CHECK(t.row_cache_bytes == 256 * K);
@@ -59,6 +60,7 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   CHECK(z5.gemm_a_block_bytes == 256 * K);
   CHECK(z5.gemm_b_block_bytes == 512 * K);
   CHECK(z5.weight_prefetch_bytes == 6 * K);
+  CHECK(z5.weight_burst_bytes == 12 * K);
   // No L3: results streamed from 8 x L2. Unknown sizes: the assumed ones.
   CHECK(ct::tuning::for_caches({32 * K, 512 * K, 0, 64}).stream_store_bytes == 4 * M);
   // A large shared L3 (an Intel Xeon's 480 MiB): results stream from 32 x L2, not L3 / 2.
@@ -69,7 +71,7 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   const ct::tuning t1 = ct::tuning::for_caches({64, 64, 64, 64});
   for (std::size_t v : {t1.gemm_a_panel_bytes, t1.gemm_a_block_bytes, t1.gemm_b_block_bytes, t1.gemm_direct_b_bytes,
                         t1.row_block_bytes,
-                        t1.gemv_prefetch_bytes, t1.weight_prefetch_bytes, t1.stream_prefetch_bytes,
+                        t1.gemv_prefetch_bytes, t1.weight_prefetch_bytes, t1.weight_burst_bytes, t1.stream_prefetch_bytes,
                         t1.stream_store_bytes, t1.row_cache_bytes})
     CHECK(v == 64);
 }
@@ -87,6 +89,7 @@ TEST_CASE("parse_tuning: caches re-derive, budgets replace one value", "[tuning]
   CHECK(b.caches.l3 == 1024 * M);
   CHECK(b.gemm_a_block_bytes == 512 * K);
   CHECK(b.weight_prefetch_bytes == 4 * K);
+  CHECK(ct::parse_tuning("weight_burst=2k", base).weight_burst_bytes == 2 * K);
   // Order does not matter: the caches first, then the budgets.
   CHECK(ct::parse_tuning("gemv_prefetch=512,l1d=64K", base) == ct::parse_tuning("l1d=64K,gemv_prefetch=512", base));
 }

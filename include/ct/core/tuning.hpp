@@ -38,8 +38,13 @@ struct tuning {
   std::size_t row_block_bytes = 0;
   /// Matrix-vector kernel: prefetch this far ahead in each weight row (L1d / 32).
   std::size_t gemv_prefetch_bytes = 0;
-  /// Encoded dot kernels: prefetch this far ahead in the encoded weight stream (L1d / 16).
+  /// Encoded dot kernels: prefetch this far ahead in the encoded weight stream (L1d / 8).
   std::size_t weight_prefetch_bytes = 0;
+  /// Encoded gemv (q4_0, q4_K rows): before each weight row, the next row's first bytes,
+  /// up to this many, are prefetched into L2 in one burst (L1d / 4). Many requests in
+  /// flight while the row is computed: memory then overlaps the arithmetic instead of taking
+  /// turns with it (docs/tuning.md).
+  std::size_t weight_burst_bytes = 0;
   /// Fused evaluation: a tile's inputs are prefetched this far ahead (L1d / 4).
   std::size_t stream_prefetch_bytes = 0;
   /// Fused evaluation: results of at least this many bytes are written with non-temporal
@@ -60,7 +65,7 @@ struct tuning {
 /// environment variable, read once. CT_TUNING is a comma-separated list of name=size, sizes
 /// in bytes with an optional K, M or G suffix (powers of 1024): l1d, l2 and l3 replace the
 /// detected sizes before the budgets are derived; the others (gemm_a_panel, gemm_a_block,
-/// gemm_b_block, gemm_direct_b, row_block, gemv_prefetch, weight_prefetch, stream_prefetch, stream_store,
+/// gemm_b_block, gemm_direct_b, row_block, gemv_prefetch, weight_prefetch, weight_burst, stream_prefetch, stream_store,
 /// row_cache) then replace one budget. Example: CT_TUNING=l1d=48K,gemm_a_block=256K.
 /// Throws ct::tuning_error (naming the entry) on first use when CT_TUNING does not parse.
 const tuning& process_tuning();
