@@ -20,8 +20,9 @@
 //
 // q4_K / q6_K: per super-block, the quants against their activation quants by vpmaddubsw (pairs
 // to int16: at most 2 * 63 * 127 < 2^15), then vpdpwssd with the 16- or 32-value group's scale
-// accumulates into int32; then one horizontal sum per super-block (q4_K: one tree for a pair
-// of super-blocks' A_s and B_s; the order only fixes the float steps, one per exact integer sum).
+// accumulates into int32; then the horizontal sums of eight super-blocks in one transpose tree
+// (Sums8x8; the rows' last super-blocks in pairs or alone), each exact, so the order only fixes
+// the float steps, which follow the portable kernel's order one super-block at a time.
 //
 // The tile kernels (prompt-sized x·wᵀ, q8_0 / q4_0) are in qdot_tile_avx512.cpp.
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
@@ -375,8 +376,25 @@ CT_AVX512_VNNI inline void HSum4x8(__m256i p0, __m256i q0, __m256i p1, __m256i q
   out[3] = _mm_extract_epi32(hi, 1);
 }
 
-// q4_K: super-blocks in pairs (one reduction tree for both), each added to the float sum in
-// order as the portable kernel does: acc += (dx d) A_s, then acc -= (dx dmin) B_s.
+// The lane sums of eight vectors of eight int32 (exact in any order): lane i of the result is
+// the sum of v[i]'s lanes. Three levels of unpack-and-add, then the two 128-bit halves: 21
+// operations for eight sums, where one horizontal sum per vector takes six.
+CT_AVX512_VNNI inline __m256i Sums8x8(const __m256i (&v)[8]) {
+  __m256i t[4];
+  for (int i = 0; i < 4; ++i)  // per 128-bit half: [v2i 0+2, v2i+1 0+2, v2i 1+3, v2i+1 1+3]
+    t[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+  // per 128-bit half: [v0, v1, v2, v3] and [v4, v5, v6, v7], each that half's sum
+  const __m256i u0 = _mm256_add_epi32(_mm256_unpacklo_epi64(t[0], t[1]), _mm256_unpackhi_epi64(t[0], t[1]));
+  const __m256i u1 = _mm256_add_epi32(_mm256_unpacklo_epi64(t[2], t[3]), _mm256_unpackhi_epi64(t[2], t[3]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+// q4_K: eight super-blocks at a time, their sixteen horizontal sums in two Sums8x8 trees and
+// their scale products (dx d, dx dmin) formed in vectors; then each super-block's two float
+// steps in order, as the portable kernel does: acc += (dx d) A_s, then acc -= (dx dmin) B_s.
+// (With one tree per pair of super-blocks and the products in scalar code, the Xeon guest
+// spent a sixth of the kernel's time there: docs/encoded.md.) The rest of a row in pairs and
+// a last single one.
 template <bool kFused>
 CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
   // int16 lanes 0..15 take scale byte 2c, lanes 16..31 byte 2c + 1 (0x80: a zero high byte).
@@ -395,6 +413,41 @@ CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index
     acc = mm::muladd<kFused>(-(dx * ScaleAt(sb + 2)), static_cast<float>(b), acc);
   };
   index_t s = 0;
+  // A batch's scale products and sums, its float steps run after the next batch's integer work
+  // is issued (their dependent chain then overlaps it).
+  alignas(32) float ma[8], mb[8], fa[8], fb[8];
+  bool pending = false;
+  const auto steps = [&] {
+    // Read back from memory (the load ports are idle here); left to itself the compiler moves
+    // each lane out with a shuffle, 32 more operations on the vector ports.
+    asm volatile("" ::: "memory");
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      acc = mm::muladd<kFused>(ma[i], fa[i], acc);
+      acc = mm::muladd<kFused>(mb[i], fb[i], acc);
+    }
+  };
+  for (; s + 8 <= blocks; s += 8, w += 8 * q4_K_bytes) {
+    __m256i a[8], b[8];
+    std::int32_t dd[8];  // each super-block's d (low half) and dmin (high half), float16
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      Q4KPartials(w + i * q4_K_bytes, x.q + (s + i) * 256, x.sums + (s + i) * 16, pick, a[i], b[i]);
+      std::memcpy(&dd[i], w + i * q4_K_bytes, 4);
+    }
+    const __m256 as = _mm256_cvtepi32_ps(Sums8x8(a)), bs = _mm256_cvtepi32_ps(Sums8x8(b));
+    const __m256i d16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd));
+    const __m256 dx = _mm256_loadu_ps(x.d + s);
+    const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(d16));
+    const __m256 dmin = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(d16, 16)));
+    if (pending) steps();
+    _mm256_store_ps(ma, _mm256_mul_ps(dx, d));
+    _mm256_store_ps(mb, _mm256_xor_ps(_mm256_mul_ps(dx, dmin), _mm256_set1_ps(-0.0f)));  // -(dx dmin)
+    _mm256_store_ps(fa, as);
+    _mm256_store_ps(fb, bs);
+    pending = true;
+  }
+  if (pending) steps();
   for (; s + 2 <= blocks; s += 2, w += 2 * q4_K_bytes) {
     __m256i a0, b0, a1, b1;
     Q4KPartials(w, x.q + s * 256, x.sums + s * 16, pick, a0, b0);
@@ -437,15 +490,15 @@ CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index
     for (int l = 0; l < 32; ++l) idx[l] = static_cast<std::int16_t>(4 * r + l / 8);
     group[r] = _mm512_load_si512(idx);
   }
-  float acc = 0.0f;
-  for (index_t s = 0; s < blocks; ++s, w += q6_K_bytes) {
+  // The integer sum of one super-block (at sb, activation super-block s), before the float step.
+  const auto total = [&](const unsigned char* sb, index_t s) {
     const std::int8_t* xq = x.q + s * 256;
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192)));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 192)));
     const __m512i scz = _mm512_castsi256_si512(sc16);
     __m512i a[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // two chains of vpdpwssd, not one
     for (int h = 0; h < 2; ++h) {
-      const __m512i l = _mm512_loadu_si512(w + 64 * h);
-      const __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 128 + 32 * h)));
+      const __m512i l = _mm512_loadu_si512(sb + 64 * h);
+      const __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 128 + 32 * h)));
       const __m512i h01 = _mm512_sllv_epi64(_mm512_and_si512(hb, mask01), left01);   // bits 4-5 only
       const __m512i h23 = _mm512_srlv_epi64(_mm512_and_si512(hb, mask23), right23);  // bits 4-5 only
       const __m512i q01 = _mm512_ternarylogic_epi64(l, h01, low, 0xEC);                       // (l & low) | h01
@@ -456,9 +509,39 @@ CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index
       a[1] = _mm512_dpwssd_epi32(a[1], p23, _mm512_permutexvar_epi16(group[2 * h + 1], scz));
     }
     const __m256i off = _mm256_madd_epi16(sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums + s * 16)));
-    const std::int32_t total = HSum8(_mm256_sub_epi32(Halve(_mm512_add_epi32(a[0], a[1])), _mm256_slli_epi32(off, 5)));
-    acc = mm::muladd<kFused>(x.d[s] * ScaleAt(w + 208), static_cast<float>(total), acc);
+    return _mm256_sub_epi32(Halve(_mm512_add_epi32(a[0], a[1])), _mm256_slli_epi32(off, 5));
+  };
+  float acc = 0.0f;
+  index_t s = 0;
+  // Eight super-blocks at a time: their horizontal sums in one Sums8x8 tree and their scale
+  // products in a vector; each batch's float steps (in order) run after the next batch's
+  // integer work is issued, as in QDotQ4K.
+  alignas(32) float m[8], f[8];
+  bool pending = false;
+  const auto steps = [&] {
+    asm volatile("" ::: "memory");  // read m, f back from memory (QDotQ4K says why)
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) acc = mm::muladd<kFused>(m[i], f[i], acc);
+  };
+  for (; s + 8 <= blocks; s += 8, w += 8 * q6_K_bytes) {
+    __m256i t[8];
+    std::uint16_t d16[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      t[i] = total(w + i * q6_K_bytes, s + i);
+      std::memcpy(&d16[i], w + i * q6_K_bytes + 208, 2);
+    }
+    const __m256 sums = _mm256_cvtepi32_ps(Sums8x8(t));
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d16)));
+    const __m256 dx = _mm256_loadu_ps(x.d + s);
+    if (pending) steps();
+    _mm256_store_ps(m, _mm256_mul_ps(dx, d));
+    _mm256_store_ps(f, sums);
+    pending = true;
   }
+  if (pending) steps();
+  for (; s < blocks; ++s, w += q6_K_bytes)
+    acc = mm::muladd<kFused>(x.d[s] * ScaleAt(w + 208), static_cast<float>(HSum8(total(w, s))), acc);
   return acc;
 }
 
