@@ -57,49 +57,121 @@ HWY_INLINE std::int32_t HSum(__m256i v) {
 
 HWY_INLINE __m256i LoadBytes(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// q4_K: per 64-value chunk c, the low nibbles (sub-block 2c) and high nibbles (2c + 1) against
-// their 32 activation quants, each pair sum times the sub-block's scale.
-template <bool kFused>
-float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
-  const __m256i low = _mm256_set1_epi8(0x0f);
+// The lane sums of eight vectors of eight int32 (exact in any order): lane i of the result is
+// v[i]'s sum. Unpack-and-add twice, then the 128-bit halves (the AVX-512 kernels' Sums8x8).
+HWY_INLINE __m256i Sums8x8(const __m256i (&v)[8]) {
+  __m256i t[4];
+  for (int i = 0; i < 4; ++i)
+    t[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+  const __m256i u0 = _mm256_add_epi32(_mm256_unpacklo_epi64(t[0], t[1]), _mm256_unpackhi_epi64(t[0], t[1]));
+  const __m256i u1 = _mm256_add_epi32(_mm256_unpacklo_epi64(t[2], t[3]), _mm256_unpackhi_epi64(t[2], t[3]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+// Runs a row's super-blocks through `partial(sb, s, sums)` (which leaves super-block s's
+// int32 partials in sums[0..kSums), eight lanes each) and the float steps
+// `step(acc, s, totals)` in order: eight super-blocks at a time, their horizontal sums in
+// Sums8x8 trees, each batch's float steps after the next batch's integer work is issued (their
+// dependent chain then overlaps it); a last part batch one super-block at a time.
+template <int kSums, class Partial, class Step>
+HWY_INLINE float RunSuperBlocks(const unsigned char* w, std::size_t sb_bytes, index_t blocks, Partial partial, Step step) {
   float acc = 0.0f;
-  for (index_t s = 0; s < blocks; ++s, w += q4_K_bytes) {
-    const std::int8_t* xq = x.q + s * 256;
-    const std::int16_t* xs = x.sums + s * 16;
-    int sc[8], m[8];
-    for (int j = 0; j < 8; ++j) q4_K_scale_min(w + 4, j, sc[j], m[j]);
-    __m256i a = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-      const __m256i qb = LoadBytes(w + 16 + 32 * c);
-      const __m256i lo = _mm256_and_si256(qb, low), hi = _mm256_and_si256(_mm256_srli_epi16(qb, 4), low);
-      const __m256i p0 = _mm256_maddubs_epi16(lo, LoadBytes(xq + 64 * c));
-      const __m256i p1 = _mm256_maddubs_epi16(hi, LoadBytes(xq + 64 * c + 32));
-      a = _mm256_add_epi32(a, _mm256_madd_epi16(p0, _mm256_set1_epi16(static_cast<short>(sc[2 * c]))));
-      a = _mm256_add_epi32(a, _mm256_madd_epi16(p1, _mm256_set1_epi16(static_cast<short>(sc[2 * c + 1]))));
+  alignas(32) std::int32_t tot[kSums][8];
+  index_t s = 0, done = 0;
+  const auto steps = [&] {
+    for (int i = 0; i < 8; ++i) {
+      std::int32_t t[kSums];
+      for (int j = 0; j < kSums; ++j) t[j] = tot[j][i];
+      acc = step(acc, done + i, t);
     }
-    std::int32_t bsum = 0;
-    for (int j = 0; j < 8; ++j) bsum += m[j] * (xs[2 * j] + xs[2 * j + 1]);
-    const float dx = x.d[s];
-    acc = mm::muladd<kFused>(dx * load_f16_le(w), static_cast<float>(HSum(a)), acc);
-    acc = mm::muladd<kFused>(-(dx * load_f16_le(w + 2)), static_cast<float>(bsum), acc);
+  };
+  bool pending = false;
+  for (; s + 8 <= blocks; s += 8) {
+    __m256i v[kSums][8];
+    for (int i = 0; i < 8; ++i) {
+      __m256i one[kSums];
+      partial(w + static_cast<std::size_t>(s + i) * sb_bytes, s + i, one);
+      for (int j = 0; j < kSums; ++j) v[j][i] = one[j];
+    }
+    __m256i sums[kSums];
+    for (int j = 0; j < kSums; ++j) sums[j] = Sums8x8(v[j]);
+    if (pending) steps();
+    for (int j = 0; j < kSums; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(tot[j]), sums[j]);
+    done = s;
+    pending = true;
+  }
+  if (pending) steps();
+  for (; s < blocks; ++s) {
+    __m256i one[kSums];
+    partial(w + static_cast<std::size_t>(s) * sb_bytes, s, one);
+    std::int32_t t[kSums];
+    for (int j = 0; j < kSums; ++j) t[j] = HSum(one[j]);
+    acc = step(acc, s, t);
   }
   return acc;
 }
 
+// q4_K: per 64-value chunk c, the low nibbles (sub-block 2c) and high nibbles (2c + 1) against
+// their 32 activation quants, each pair sum times the sub-block's scale; the eight 6-bit scales
+// and mins unpacked in a vector register (the AVX-512 kernel's Q4KScalesMins), the scales
+// picked into int16 lanes by vpshufb, B_s's partials m_j * (the sub-block's activation sums)
+// by one vpmaddwd.
+template <bool kFused>
+float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
+  const __m256i low = _mm256_set1_epi8(0x0f);
+  // vpshufb patterns: every int16 lane takes scale byte j (0x80: a zero high byte)
+  __m256i pick[8];
+  for (int j = 0; j < 8; ++j) pick[j] = _mm256_set1_epi16(static_cast<short>(0x8000 | j));
+  const auto partial = [&](const unsigned char* sb, index_t s, __m256i (&out)[2]) {
+    const std::int8_t* xq = x.q + s * 256;
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 4));
+    const __m128i low6 = _mm_and_si128(v, _mm_set1_epi8(0x3f));
+    const __m128i w2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa), _mm_setr_epi32(0, 4, 0, 0));
+    const __m128i top = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(v, 6), _mm_set1_epi8(0x03)), 4);
+    const __m128i high = _mm_or_si128(_mm_and_si128(w2, _mm_set1_epi8(0x0f)), top);
+    const __m128i sm = _mm_unpacklo_epi32(low6, high);  // bytes 0..7 scales, 8..15 mins
+    const __m256i scb = _mm256_broadcastsi128_si256(sm);
+    __m256i a = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i qb = LoadBytes(sb + 16 + 32 * c);
+      const __m256i lo = _mm256_and_si256(qb, low), hi = _mm256_and_si256(_mm256_srli_epi16(qb, 4), low);
+      const __m256i p0 = _mm256_maddubs_epi16(lo, LoadBytes(xq + 64 * c));
+      const __m256i p1 = _mm256_maddubs_epi16(hi, LoadBytes(xq + 64 * c + 32));
+      a = _mm256_add_epi32(a, _mm256_madd_epi16(p0, _mm256_shuffle_epi8(scb, pick[2 * c])));
+      a = _mm256_add_epi32(a, _mm256_madd_epi16(p1, _mm256_shuffle_epi8(scb, pick[2 * c + 1])));
+    }
+    out[0] = a;
+    // the mins as int16 pairs [m0 m0 m1 m1 ...] against the sums of 16
+    const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+    out[1] = _mm256_madd_epi16(LoadBytes(x.sums + s * 16), m16);
+  };
+  const auto step = [&](float acc, index_t s, const std::int32_t (&t)[2]) {
+    const unsigned char* sb = w + static_cast<std::size_t>(s) * q4_K_bytes;
+    const float dx = x.d[s];
+    acc = mm::muladd<kFused>(dx * load_f16_le(sb), static_cast<float>(t[0]), acc);
+    return mm::muladd<kFused>(-(dx * load_f16_le(sb + 2)), static_cast<float>(t[1]), acc);
+  };
+  return RunSuperBlocks<2>(w, q4_K_bytes, blocks, partial, step);
+}
+
 // q6_K: per 128-value half, four 32-value quarters rebuilt from ql's nibbles and qh's 2-bit
 // fields (docs/encoded.md draws them); each quarter covers two 16-value scale groups, one per
-// 128-bit half of the pair sums.
+// 128-bit half of the pair sums, their int8 scales widened to int16 once and picked by vpshufb.
 template <bool kFused>
 float QDotQ6K(const unsigned char* w, const qactivation& x, index_t blocks) {
   const __m256i low = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(0x03);
-  float acc = 0.0f;
-  for (index_t s = 0; s < blocks; ++s, w += q6_K_bytes) {
+  // quarter k of a half: int16 lanes 0..7 take word 2k of a 128-bit half, lanes 8..15 word 2k + 1
+  __m256i pick[4];
+  for (int k = 0; k < 4; ++k)
+    pick[k] = _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x0100 * (4 * k + 1) + 4 * k)),
+                                _mm_set1_epi16(static_cast<short>(0x0100 * (4 * k + 3) + 4 * k + 2)));
+  const auto partial = [&](const unsigned char* sb, index_t s, __m256i (&out)[1]) {
     const std::int8_t* xq = x.q + s * 256;
-    const std::int16_t* xs = x.sums + s * 16;
-    const auto* sc = reinterpret_cast<const std::int8_t*>(w + 192);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 192)));
+    const __m256i half_sc[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00), _mm256_permute2x128_si256(sc16, sc16, 0x11)};
     __m256i a = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
-      const __m256i l0 = LoadBytes(w + 64 * h), l1 = LoadBytes(w + 64 * h + 32), hb = LoadBytes(w + 128 + 32 * h);
+      const __m256i l0 = LoadBytes(sb + 64 * h), l1 = LoadBytes(sb + 64 * h + 32), hb = LoadBytes(sb + 128 + 32 * h);
       const __m256i q[4] = {
           _mm256_or_si256(_mm256_and_si256(l0, low), _mm256_slli_epi16(_mm256_and_si256(hb, three), 4)),
           _mm256_or_si256(_mm256_and_si256(l1, low), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), three), 4)),
@@ -108,17 +180,19 @@ float QDotQ6K(const unsigned char* w, const qactivation& x, index_t blocks) {
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low),
                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), three), 4))};
       for (int k = 0; k < 4; ++k) {
-        const int g = 8 * h + 2 * k;
-        const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
         const __m256i p = _mm256_maddubs_epi16(q[k], LoadBytes(xq + 128 * h + 32 * k));
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(p, scales));
+        a = _mm256_add_epi32(a, _mm256_madd_epi16(p, _mm256_shuffle_epi8(half_sc[h], pick[k])));
       }
     }
-    std::int32_t off = 0;
-    for (int g = 0; g < 16; ++g) off += sc[g] * xs[g];
-    acc = mm::muladd<kFused>(x.d[s] * load_f16_le(w + 208), static_cast<float>(HSum(a) - 32 * off), acc);
-  }
-  return acc;
+    // the "- 32": 32 * sum_g sc_g * sums_g, as eight int32 partials
+    const __m256i off = _mm256_madd_epi16(sc16, LoadBytes(x.sums + s * 16));
+    out[0] = _mm256_sub_epi32(a, _mm256_slli_epi32(off, 5));
+  };
+  const auto step = [&](float acc, index_t s, const std::int32_t (&t)[1]) {
+    return mm::muladd<kFused>(x.d[s] * load_f16_le(w + static_cast<std::size_t>(s) * q6_K_bytes + 208), static_cast<float>(t[0]),
+                              acc);
+  };
+  return RunSuperBlocks<1>(w, q6_K_bytes, blocks, partial, step);
 }
 
 #endif

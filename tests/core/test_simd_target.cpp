@@ -125,6 +125,17 @@ TEST_CASE("every simd target: encoded products give the portable kernels' bits",
       CHECK(ct_test::bitwise_equal(ct::decode(w), under_scalar([&] { return ct::decode(w); })));
     }
   }
+  // The K formats' kernels sum eight super-blocks at a time: rows of 11 (a batch and a tail).
+  for (const char* name : {"q4_K", "q6_K"}) {
+    const auto w = ct::encode(ct::random_uniform<float>({9, 11 * 256}, 15, -1.0f, 1.0f), ct::find_format(name));
+    const auto xk = ct::random_uniform<float>({11 * 256}, 16, -2.0f, 2.0f);
+    const auto v = under_scalar([&] { return ct::matmul(w, xk); });
+    for (const std::int64_t t : kt::simd_available_targets()) {
+      const ct_test_kernels::pinned_target pin(t);
+      INFO(name << " 11 super-blocks on " << kt::simd_target_label(t));
+      CHECK(ct_test::bitwise_equal(ct::matmul(w, xk), v));
+    }
+  }
   // bf16 / f16 gemv widens inside the dot product: rows whose K ends in a partial set of the
   // 32 virtual lanes (and 11 rows: full passes of every target's row count and a remainder).
   for (const char* name : {"bf16", "f16"})
