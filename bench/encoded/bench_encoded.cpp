@@ -150,7 +150,7 @@ void prompt(benchmark::State& state, std::string format, int threads) {
 }
 
 const bool registered = [] {
-  for (const char* f : {"sgemm", "q8_0", "q4_0", "q4_K"})
+  for (const char* f : {"sgemm", "q8_0", "q4_0", "q4_K", "q6_K"})
     for (int t : {1, 2})
       benchmark::RegisterBenchmark(("prompt/" + std::string(f) + "/128x4096x4096/" + std::to_string(t) + "t").c_str(), prompt,
                                    std::string(f), t)

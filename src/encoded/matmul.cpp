@@ -337,7 +337,18 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
           }
           continue;
         }
-        for (index_t mi = m0; mi < m1; ++mi)
+        index_t mi = m0;
+        if (qdot.multi != nullptr)  // the rows' blocks unpacked once per qdot_multi_vectors vectors
+          for (constexpr index_t nv = detail::encoded::qdot_multi_vectors; mi + nv <= m1; mi += nv) {
+            detail::encoded::qactivation acts[nv];
+            for (index_t v = 0; v < nv; ++v) {
+              const index_t at = (x_batches == 1 ? 0 : b) * q.m + mi + v;
+              acts[v] = {aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector, weight_prefetch,
+                         split_at(at), 0};
+            }
+            qdot.multi(wrow(b, n0), w.row_bytes(), n1 - n0, acts, wblocks, yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn, q.ym);
+          }
+        for (; mi < m1; ++mi)
           if (quantized)
             rows_of(b, n0, n1, mi);
           else

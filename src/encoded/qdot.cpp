@@ -115,7 +115,8 @@ qdot_kernel resolve_qdot(std::string_view format, const settings& s) {
               simd_qdot_tile(f, fused),
               f == qformat::q8_0 ? 128 : 8,
               f == qformat::q4_0 && fn == avx512_qdot(f, fused),
-              f == qformat::q4_0 || f == qformat::q4_K};
+              f == qformat::q4_0 || f == qformat::q4_K,
+              simd_qdot_multi(f, fused)};
   return portable_qdot(format, fused);
 }
 

@@ -79,6 +79,16 @@ using qdot_fn = float (*)(const unsigned char* w, const qactivation& x, index_t 
 using qdot_rows_fn = void (*)(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x,
                               index_t blocks, float* y, index_t y_stride);
 
+/// Activation vectors per call of a multi-vector kernel (qdot_kernel::multi).
+inline constexpr index_t qdot_multi_vectors = 8;
+
+/// y[r * y_row + v * y_vec] = dot(row r, xs[v]) for `rows` consecutive weight rows `row_bytes`
+/// apart and the qdot_multi_vectors activation vectors xs[0..]: the same value as fn for each,
+/// each row's blocks unpacked once for all the vectors (prompt-sized x·wᵀ where the format has
+/// no tile kernel).
+using qdot_multi_fn = void (*)(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation* xs,
+                               index_t blocks, float* y, index_t y_row, index_t y_vec);
+
 /// Activation vectors laid out for a tile kernel (prompt-sized x·wᵀ), made once per call before
 /// scheduling: groups of 16 activation blocks of 32 (the last zero padded), group-major (group
 /// g of every vector, then group g + 1: a tile's loads are then one base address and constant
@@ -137,6 +147,7 @@ struct qdot_kernel {
   // The caller asks for bursts of the next row (qactivation::burst_bytes) for the simd q4_0
   // and q4_K kernels, measured faster from memory; not q8_0 or q6_K (docs/tuning.md).
   bool burst = false;
+  qdot_multi_fn multi = nullptr;  // where the target has one (q4_K with AVX-512 VNNI)
   explicit operator bool() const noexcept { return fn != nullptr; }
   void run_rows(const unsigned char* w, std::size_t row_bytes, index_t n, const qactivation& x, index_t blocks, float* y,
                 index_t y_stride) const {
@@ -180,11 +191,13 @@ inline qdot_fn by_format(qformat f, qdot_fn q8_0, qdot_fn q4_0, qdot_fn q4_K, qd
 // and its several-rows form, or nullptr.
 qdot_fn simd_qdot(qformat f, bool fused);
 qdot_rows_fn simd_qdot_rows(qformat f, bool fused);
+qdot_multi_fn simd_qdot_multi(qformat f, bool fused);
 // The AVX-512 VNNI kernels (qdot_avx512.cpp; the tiles in qdot_tile_avx512.cpp), which
 // qdot_simd.cpp's AVX-512 targets take first:
 // nullptr where the CPU has no AVX-512 VNNI (or is not x86), and a rows form for q8_0 / q4_0.
 qdot_fn avx512_qdot(qformat f, bool fused);
 qdot_rows_fn avx512_qdot_rows(qformat f, bool fused);
+qdot_multi_fn avx512_qdot_multi(qformat f, bool fused);
 qdot_tile_fn avx512_qdot_tile(qformat f, bool fused);
 qdot_tile_pack_fn avx512_qdot_tile_pack(qformat f);
 // The simd entry of the tile kernels: the current target's, or nullptr.

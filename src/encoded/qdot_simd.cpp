@@ -417,6 +417,16 @@ qdot_rows_fn RowsFor(qformat, bool) { return nullptr; }
 
 #endif
 
+// The multi-vector kernels: AVX-512 VNNI only (qdot_avx512.cpp).
+qdot_multi_fn MultiFor(qformat f, bool fused) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  return avx512_qdot_multi(f, fused);
+#else
+  (void)f, (void)fused;
+  return nullptr;
+#endif
+}
+
 // The tile kernels: AVX-512 VNNI only (qdot_tile_avx512.cpp).
 qdot_tile_fn TileFor(qformat f, bool fused) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
@@ -445,6 +455,8 @@ HWY_EXPORT(QDotFor);
 qdot_fn simd_qdot(qformat f, bool fused) { return HWY_DYNAMIC_DISPATCH(QDotFor)(f, fused); }
 HWY_EXPORT(RowsFor);
 qdot_rows_fn simd_qdot_rows(qformat f, bool fused) { return HWY_DYNAMIC_DISPATCH(RowsFor)(f, fused); }
+HWY_EXPORT(MultiFor);
+qdot_multi_fn simd_qdot_multi(qformat f, bool fused) { return HWY_DYNAMIC_DISPATCH(MultiFor)(f, fused); }
 HWY_EXPORT(TileFor);
 qdot_tile_fn simd_qdot_tile(qformat f, bool fused) { return HWY_DYNAMIC_DISPATCH(TileFor)(f, fused); }
 HWY_EXPORT(TilePackFor);

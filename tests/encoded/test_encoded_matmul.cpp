@@ -247,9 +247,17 @@ TEST_CASE("quantized mode: prompt-sized x·wᵀ (the tile kernels) gives the por
   // destination, a batch of activations against one w; serially the callback lays out its row
   // blocks, under the executors the rows are laid out once and shared by callbacks of any size
   // (53 vectors: above the shared layout's threshold of 48).
-  // Also the smallest cases: one weight row, K of one block (a single, partial group).
-  for (const char* name : {"q8_0", "q4_0"})
-    for (const auto& [n, k] : {std::pair<index_t, index_t>{7, 4096}, {7, 4000}, {1, 4000}, {2, 32}}) {
+  // Also the smallest cases: one weight row, K of one block (a single, partial group). And q4_K
+  // and q6_K, whose multi-vector kernels take eight vectors at a time (53: six calls and a
+  // remainder of five) in rows of 16 super-blocks, 11 (a batch of eight and a tail) and one.
+  struct shape {
+    const char* name;
+    index_t n, k;
+  };
+  for (const auto& [name, n, k] : {shape{"q8_0", 7, 4096}, {"q8_0", 7, 4000}, {"q8_0", 1, 4000}, {"q8_0", 2, 32},
+                                   {"q4_0", 7, 4096}, {"q4_0", 7, 4000}, {"q4_0", 1, 4000}, {"q4_0", 2, 32},
+                                   {"q4_K", 7, 4096}, {"q4_K", 7, 2816}, {"q4_K", 2, 256}, {"q6_K", 7, 4096},
+                                   {"q6_K", 7, 2816}, {"q6_K", 2, 256}}) {
       INFO(name << " N " << n << " K " << k);
       const auto w = ct::encode(ct::random_uniform<float>({n, k}, 21, -1.0f, 1.0f), ct::find_format(name));
       const auto x = ct::random_uniform<float>({53, k}, 22, -2.0f, 2.0f);
