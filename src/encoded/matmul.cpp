@@ -255,6 +255,23 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
                                          weight_prefetch, split_at(at), weight_burst};
     qdot.run_rows(wrow(b, n0), w.row_bytes(), n1 - n0, a, wblocks, yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn);
   };
+  // Quantized with a multi-vector kernel: out(b, n0..n1, m) for m from m0 in whole calls of
+  // qdot_multi_vectors vectors (each row's blocks unpacked once per call; the same values as
+  // `element`). Returns the first m not done.
+  const auto multi_of = [&](index_t b, index_t n0, index_t n1, index_t m0, index_t m1) {
+    constexpr index_t nv = detail::encoded::qdot_multi_vectors;
+    index_t mi = m0;
+    for (; mi + nv <= m1; mi += nv) {
+      detail::encoded::qactivation acts[nv];
+      for (index_t v = 0; v < nv; ++v) {
+        const index_t at = (x_batches == 1 ? 0 : b) * q.m + mi + v;
+        acts[v] = {aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector, weight_prefetch,
+                   split_at(at), 0};
+      }
+      qdot.multi(wrow(b, n0), w.row_bytes(), n1 - n0, acts, wblocks, yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn, q.ym);
+    }
+    return mi;
+  };
   // Exact mode with bf16 / f16 weights and a contiguous activation vector: the rows are
   // widened inside the dot product (half_dot.hpp), not decoded into scratch first; same bits.
   const settings caller = current_settings();
@@ -293,7 +310,9 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
           for (index_t mi = 0; mi < q.m; ++mi) half_rows(b, ni, ni + 1, mi);
         } else {
           if (!quantized) decode_into(b, ni, row.data());
-          for (index_t mi = 0; mi < q.m; ++mi) element(b, ni, mi, row.data(), s);
+          index_t mi = 0;
+          if (qdot.multi != nullptr) mi = multi_of(b, ni, ni + 1, 0, q.m);
+          for (; mi < q.m; ++mi) element(b, ni, mi, row.data(), s);
         }
         if (++ni == q.n) ni = 0, ++b;
       }
@@ -338,16 +357,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
           continue;
         }
         index_t mi = m0;
-        if (qdot.multi != nullptr)  // the rows' blocks unpacked once per qdot_multi_vectors vectors
-          for (constexpr index_t nv = detail::encoded::qdot_multi_vectors; mi + nv <= m1; mi += nv) {
-            detail::encoded::qactivation acts[nv];
-            for (index_t v = 0; v < nv; ++v) {
-              const index_t at = (x_batches == 1 ? 0 : b) * q.m + mi + v;
-              acts[v] = {aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector, weight_prefetch,
-                         split_at(at), 0};
-            }
-            qdot.multi(wrow(b, n0), w.row_bytes(), n1 - n0, acts, wblocks, yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn, q.ym);
-          }
+        if (qdot.multi != nullptr) mi = multi_of(b, n0, n1, m0, m1);
         for (; mi < m1; ++mi)
           if (quantized)
             rows_of(b, n0, n1, mi);

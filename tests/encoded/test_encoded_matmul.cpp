@@ -213,7 +213,8 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
       }
     const auto w = ct::encoded_tensor::view(f, {n, k}, bytes.data(), bytes.size());
     auto x = ct::random_uniform<float>({k}, 7, -3.0f, 3.0f);
-    const auto xm = ct::random_uniform<float>({k, 5}, 8, -3.0f, 3.0f);
+    // 11 activation columns: a multi-vector kernel's call of eight and three more.
+    const auto xm = ct::random_uniform<float>({k, 11}, 8, -3.0f, 3.0f);
     // Activation blocks of 32 that the quantizers treat apart: all zeros (scale 0), and values
     // so small that the reciprocal of the scale overflows (quants 0).
     for (index_t j = 0; j < 32; ++j) {
