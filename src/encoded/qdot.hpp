@@ -147,7 +147,7 @@ struct qdot_kernel {
   // The caller asks for bursts of the next row (qactivation::burst_bytes) for the simd q4_0
   // and q4_K kernels, measured faster from memory; not q8_0 or q6_K (docs/tuning.md).
   bool burst = false;
-  qdot_multi_fn multi = nullptr;  // where the target has one (q4_K with AVX-512 VNNI)
+  qdot_multi_fn multi = nullptr;  // where the target has one (q4_K, q6_K on x86 from AVX2 up)
   explicit operator bool() const noexcept { return fn != nullptr; }
   void run_rows(const unsigned char* w, std::size_t row_bytes, index_t n, const qactivation& x, index_t blocks, float* y,
                 index_t y_stride) const {

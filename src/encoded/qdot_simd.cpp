@@ -68,62 +68,64 @@ HWY_INLINE __m256i Sums8x8(const __m256i (&v)[8]) {
   return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
 }
 
-// Runs a row's super-blocks through `partial(sb, s, sums)` (which leaves super-block s's
-// int32 partials in sums[0..kSums), eight lanes each) and the float steps
-// `step(acc, s, totals)` in order: eight super-blocks at a time, their horizontal sums in
-// Sums8x8 trees, each batch's float steps after the next batch's integer work is issued (their
-// dependent chain then overlaps it); a last part batch one super-block at a time.
-template <int kSums, class Partial, class Step>
-HWY_INLINE float RunSuperBlocks(const unsigned char* w, std::size_t sb_bytes, index_t blocks, Partial partial, Step step) {
-  float acc = 0.0f;
-  alignas(32) std::int32_t tot[kSums][8];
+// Runs a row's super-blocks against V activation vectors: `partial(s, out)` leaves
+// super-block s's int32 partials for vector v in out[v][0..kSums) (eight lanes each), and the
+// float steps `step(acc, s, v, totals)` run in order per vector: eight super-blocks at a time,
+// their horizontal sums in Sums8x8 trees, each batch's float steps after the next batch's
+// integer work is issued (their dependent chains then overlap it); a last part batch one
+// super-block at a time. acc[v]: vector v's sum (from 0).
+template <int V, int kSums, class Partial, class Step>
+HWY_INLINE void RunSuperBlocks(index_t blocks, Partial partial, Step step, float (&acc)[V]) {
+  alignas(32) std::int32_t tot[V][kSums][8];
   index_t s = 0, done = 0;
   const auto steps = [&] {
-    for (int i = 0; i < 8; ++i) {
-      std::int32_t t[kSums];
-      for (int j = 0; j < kSums; ++j) t[j] = tot[j][i];
-      acc = step(acc, done + i, t);
-    }
+    for (int i = 0; i < 8; ++i)
+      for (int v = 0; v < V; ++v) {
+        std::int32_t t[kSums];
+        for (int j = 0; j < kSums; ++j) t[j] = tot[v][j][i];
+        acc[v] = step(acc[v], done + i, v, t);
+      }
   };
   bool pending = false;
   for (; s + 8 <= blocks; s += 8) {
-    __m256i v[kSums][8];
+    __m256i lanes[V][kSums][8];
     for (int i = 0; i < 8; ++i) {
-      __m256i one[kSums];
-      partial(w + static_cast<std::size_t>(s + i) * sb_bytes, s + i, one);
-      for (int j = 0; j < kSums; ++j) v[j][i] = one[j];
+      __m256i one[V][kSums];
+      partial(s + i, one);
+      for (int v = 0; v < V; ++v)
+        for (int j = 0; j < kSums; ++j) lanes[v][j][i] = one[v][j];
     }
-    __m256i sums[kSums];
-    for (int j = 0; j < kSums; ++j) sums[j] = Sums8x8(v[j]);
+    __m256i sums[V][kSums];
+    for (int v = 0; v < V; ++v)
+      for (int j = 0; j < kSums; ++j) sums[v][j] = Sums8x8(lanes[v][j]);
     if (pending) steps();
-    for (int j = 0; j < kSums; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(tot[j]), sums[j]);
+    for (int v = 0; v < V; ++v)
+      for (int j = 0; j < kSums; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(tot[v][j]), sums[v][j]);
     done = s;
     pending = true;
   }
   if (pending) steps();
   for (; s < blocks; ++s) {
-    __m256i one[kSums];
-    partial(w + static_cast<std::size_t>(s) * sb_bytes, s, one);
-    std::int32_t t[kSums];
-    for (int j = 0; j < kSums; ++j) t[j] = HSum(one[j]);
-    acc = step(acc, s, t);
+    __m256i one[V][kSums];
+    partial(s, one);
+    for (int v = 0; v < V; ++v) {
+      std::int32_t t[kSums];
+      for (int j = 0; j < kSums; ++j) t[j] = HSum(one[v][j]);
+      acc[v] = step(acc[v], s, v, t);
+    }
   }
-  return acc;
 }
 
-// q4_K: per 64-value chunk c, the low nibbles (sub-block 2c) and high nibbles (2c + 1) against
-// their 32 activation quants, each pair sum times the sub-block's scale; the eight 6-bit scales
-// and mins unpacked in a vector register (the AVX-512 kernel's Q4KScalesMins), the scales
-// picked into int16 lanes by vpshufb, B_s's partials m_j * (the sub-block's activation sums)
-// by one vpmaddwd.
-template <bool kFused>
-float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
+// q4_K, one row against V vectors: per 64-value chunk c, the low nibbles (sub-block 2c) and
+// high nibbles (2c + 1) against their 32 activation quants, each pair sum times the sub-block's
+// scale; the eight 6-bit scales and mins unpacked in a vector register (the AVX-512 kernel's
+// Q4KScalesMins), the scales picked into int16 lanes by vpshufb, B_s's partials m_j * (the
+// sub-block's activation sums) by one vpmaddwd. Each chunk is unpacked once for all V vectors.
+template <bool kFused, int V>
+HWY_INLINE void Q4KRow(const unsigned char* w, const qactivation* const* xs, index_t blocks, float (&acc)[V]) {
   const __m256i low = _mm256_set1_epi8(0x0f);
-  // vpshufb patterns: every int16 lane takes scale byte j (0x80: a zero high byte)
-  __m256i pick[8];
-  for (int j = 0; j < 8; ++j) pick[j] = _mm256_set1_epi16(static_cast<short>(0x8000 | j));
-  const auto partial = [&](const unsigned char* sb, index_t s, __m256i (&out)[2]) {
-    const std::int8_t* xq = x.q + s * 256;
+  const auto partial = [&](index_t s, __m256i (&out)[V][2]) {
+    const unsigned char* sb = w + static_cast<std::size_t>(s) * q4_K_bytes;
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 4));
     const __m128i low6 = _mm_and_si128(v, _mm_set1_epi8(0x3f));
     const __m128i w2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa), _mm_setr_epi32(0, 4, 0, 0));
@@ -131,68 +133,112 @@ float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
     const __m128i high = _mm_or_si128(_mm_and_si128(w2, _mm_set1_epi8(0x0f)), top);
     const __m128i sm = _mm_unpacklo_epi32(low6, high);  // bytes 0..7 scales, 8..15 mins
     const __m256i scb = _mm256_broadcastsi128_si256(sm);
-    __m256i a = _mm256_setzero_si256();
+    __m256i a[V];
+    for (int x = 0; x < V; ++x) a[x] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
       const __m256i qb = LoadBytes(sb + 16 + 32 * c);
       const __m256i lo = _mm256_and_si256(qb, low), hi = _mm256_and_si256(_mm256_srli_epi16(qb, 4), low);
-      const __m256i p0 = _mm256_maddubs_epi16(lo, LoadBytes(xq + 64 * c));
-      const __m256i p1 = _mm256_maddubs_epi16(hi, LoadBytes(xq + 64 * c + 32));
-      a = _mm256_add_epi32(a, _mm256_madd_epi16(p0, _mm256_shuffle_epi8(scb, pick[2 * c])));
-      a = _mm256_add_epi32(a, _mm256_madd_epi16(p1, _mm256_shuffle_epi8(scb, pick[2 * c + 1])));
+      // every int16 lane takes scale byte 2c (2c + 1); 0x80: a zero high byte
+      const __m256i s0 = _mm256_shuffle_epi8(scb, _mm256_set1_epi16(static_cast<short>(0x8000 | (2 * c))));
+      const __m256i s1 = _mm256_shuffle_epi8(scb, _mm256_set1_epi16(static_cast<short>(0x8000 | (2 * c + 1))));
+      for (int x = 0; x < V; ++x) {
+        const std::int8_t* xq = xs[x]->q + s * 256 + 64 * c;
+        a[x] = _mm256_add_epi32(a[x], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, LoadBytes(xq)), s0));
+        a[x] = _mm256_add_epi32(a[x], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, LoadBytes(xq + 32)), s1));
+      }
     }
-    out[0] = a;
     // the mins as int16 pairs [m0 m0 m1 m1 ...] against the sums of 16
     const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-    out[1] = _mm256_madd_epi16(LoadBytes(x.sums + s * 16), m16);
+    for (int x = 0; x < V; ++x) {
+      out[x][0] = a[x];
+      out[x][1] = _mm256_madd_epi16(LoadBytes(xs[x]->sums + s * 16), m16);
+    }
   };
-  const auto step = [&](float acc, index_t s, const std::int32_t (&t)[2]) {
+  const auto step = [&](float sum, index_t s, int x, const std::int32_t (&t)[2]) {
     const unsigned char* sb = w + static_cast<std::size_t>(s) * q4_K_bytes;
-    const float dx = x.d[s];
-    acc = mm::muladd<kFused>(dx * load_f16_le(sb), static_cast<float>(t[0]), acc);
-    return mm::muladd<kFused>(-(dx * load_f16_le(sb + 2)), static_cast<float>(t[1]), acc);
+    const float dx = xs[x]->d[s];
+    sum = mm::muladd<kFused>(dx * load_f16_le(sb), static_cast<float>(t[0]), sum);
+    return mm::muladd<kFused>(-(dx * load_f16_le(sb + 2)), static_cast<float>(t[1]), sum);
   };
-  return RunSuperBlocks<2>(w, q4_K_bytes, blocks, partial, step);
+  RunSuperBlocks<V, 2>(blocks, partial, step, acc);
 }
 
-// q6_K: per 128-value half, four 32-value quarters rebuilt from ql's nibbles and qh's 2-bit
-// fields (docs/encoded.md draws them); each quarter covers two 16-value scale groups, one per
-// 128-bit half of the pair sums, their int8 scales widened to int16 once and picked by vpshufb.
-template <bool kFused>
-float QDotQ6K(const unsigned char* w, const qactivation& x, index_t blocks) {
+// q6_K, one row against V vectors: per 128-value half, four 32-value quarters rebuilt from ql's
+// nibbles and qh's 2-bit fields (docs/encoded.md draws them); each quarter covers two 16-value
+// scale groups, one per 128-bit half of the pair sums, their int8 scales widened to int16 once
+// and picked by vpshufb. Each quarter is rebuilt once for all V vectors.
+template <bool kFused, int V>
+HWY_INLINE void Q6KRow(const unsigned char* w, const qactivation* const* xs, index_t blocks, float (&acc)[V]) {
   const __m256i low = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(0x03);
-  // quarter k of a half: int16 lanes 0..7 take word 2k of a 128-bit half, lanes 8..15 word 2k + 1
-  __m256i pick[4];
-  for (int k = 0; k < 4; ++k)
-    pick[k] = _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x0100 * (4 * k + 1) + 4 * k)),
-                                _mm_set1_epi16(static_cast<short>(0x0100 * (4 * k + 3) + 4 * k + 2)));
-  const auto partial = [&](const unsigned char* sb, index_t s, __m256i (&out)[1]) {
-    const std::int8_t* xq = x.q + s * 256;
+  const auto partial = [&](index_t s, __m256i (&out)[V][1]) {
+    const unsigned char* sb = w + static_cast<std::size_t>(s) * q6_K_bytes;
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 192)));
-    const __m256i half_sc[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00), _mm256_permute2x128_si256(sc16, sc16, 0x11)};
-    __m256i a = _mm256_setzero_si256();
+    // the scales of groups 8h..8h + 7 in both 128-bit halves
+    const __m256i half_scs[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00), _mm256_permute2x128_si256(sc16, sc16, 0x11)};
+    __m256i a[V];
+    for (int x = 0; x < V; ++x) a[x] = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
       const __m256i l0 = LoadBytes(sb + 64 * h), l1 = LoadBytes(sb + 64 * h + 32), hb = LoadBytes(sb + 128 + 32 * h);
-      const __m256i q[4] = {
-          _mm256_or_si256(_mm256_and_si256(l0, low), _mm256_slli_epi16(_mm256_and_si256(hb, three), 4)),
-          _mm256_or_si256(_mm256_and_si256(l1, low), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), three), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), three), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), three), 4))};
+      const __m256i half_sc = half_scs[h];
       for (int k = 0; k < 4; ++k) {
-        const __m256i p = _mm256_maddubs_epi16(q[k], LoadBytes(xq + 128 * h + 32 * k));
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(p, _mm256_shuffle_epi8(half_sc[h], pick[k])));
+        const __m256i nib = k == 0 ? _mm256_and_si256(l0, low)
+                            : k == 1 ? _mm256_and_si256(l1, low)
+                            : k == 2 ? _mm256_and_si256(_mm256_srli_epi16(l0, 4), low)
+                                     : _mm256_and_si256(_mm256_srli_epi16(l1, 4), low);
+        const __m256i q = _mm256_or_si256(nib, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), three), 4));
+        // int16 lanes 0..7 take word 2k of a 128-bit half (group 8h + 2k), lanes 8..15 word 2k + 1
+        const __m256i pick = _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x0100 * (4 * k + 1) + 4 * k)),
+                                               _mm_set1_epi16(static_cast<short>(0x0100 * (4 * k + 3) + 4 * k + 2)));
+        const __m256i scales = _mm256_shuffle_epi8(half_sc, pick);
+        for (int x = 0; x < V; ++x) {
+          const __m256i p = _mm256_maddubs_epi16(q, LoadBytes(xs[x]->q + s * 256 + 128 * h + 32 * k));
+          a[x] = _mm256_add_epi32(a[x], _mm256_madd_epi16(p, scales));
+        }
       }
     }
     // the "- 32": 32 * sum_g sc_g * sums_g, as eight int32 partials
-    const __m256i off = _mm256_madd_epi16(sc16, LoadBytes(x.sums + s * 16));
-    out[0] = _mm256_sub_epi32(a, _mm256_slli_epi32(off, 5));
+    for (int x = 0; x < V; ++x) {
+      const __m256i off = _mm256_madd_epi16(sc16, LoadBytes(xs[x]->sums + s * 16));
+      out[x][0] = _mm256_sub_epi32(a[x], _mm256_slli_epi32(off, 5));
+    }
   };
-  const auto step = [&](float acc, index_t s, const std::int32_t (&t)[1]) {
-    return mm::muladd<kFused>(x.d[s] * load_f16_le(w + static_cast<std::size_t>(s) * q6_K_bytes + 208), static_cast<float>(t[0]),
-                              acc);
+  const auto step = [&](float sum, index_t s, int x, const std::int32_t (&t)[1]) {
+    return mm::muladd<kFused>(xs[x]->d[s] * load_f16_le(w + static_cast<std::size_t>(s) * q6_K_bytes + 208),
+                              static_cast<float>(t[0]), sum);
   };
-  return RunSuperBlocks<1>(w, q6_K_bytes, blocks, partial, step);
+  RunSuperBlocks<V, 1>(blocks, partial, step, acc);
+}
+
+template <bool kFused>
+float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
+  const qactivation* xs[1] = {&x};
+  float acc[1] = {0.0f};
+  Q4KRow<kFused, 1>(w, xs, blocks, acc);
+  return acc[0];
+}
+
+template <bool kFused>
+float QDotQ6K(const unsigned char* w, const qactivation& x, index_t blocks) {
+  const qactivation* xs[1] = {&x};
+  float acc[1] = {0.0f};
+  Q6KRow<kFused, 1>(w, xs, blocks, acc);
+  return acc[0];
+}
+
+// The multi-vector form (qdot_multi_fn) of Q4KRow / Q6KRow.
+template <bool kFused, bool kQ6>
+void QDotKMulti(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation* xs, index_t blocks, float* y,
+                index_t y_row, index_t y_vec) {
+  constexpr int V = static_cast<int>(qdot_multi_vectors);
+  const qactivation* p[V];
+  for (int v = 0; v < V; ++v) p[v] = xs + v;
+  for (index_t r = 0; r < rows; ++r) {
+    float acc[V] = {};
+    const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
+    if constexpr (kQ6) Q6KRow<kFused, V>(row, p, blocks, acc);
+    else Q4KRow<kFused, V>(row, p, blocks, acc);
+    for (int v = 0; v < V; ++v) y[r * y_row + v * y_vec] = acc[v];
+  }
 }
 
 #endif
@@ -417,10 +463,18 @@ qdot_rows_fn RowsFor(qformat, bool) { return nullptr; }
 
 #endif
 
-// The multi-vector kernels: AVX-512 VNNI only (qdot_avx512.cpp).
+// The multi-vector kernels (q4_K, q6_K; x86 from AVX2 up): AVX-512 VNNI's where the CPU has
+// it, else the AVX2 ones above.
 qdot_multi_fn MultiFor(qformat f, bool fused) {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  return avx512_qdot_multi(f, fused);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#if HWY_TARGET <= HWY_AVX3
+  if (avx512_qdot(f, fused)) return avx512_qdot_multi(f, fused);
+#endif
+  switch (f) {
+    case qformat::q4_K: return fused ? &QDotKMulti<true, false> : &QDotKMulti<false, false>;
+    case qformat::q6_K: return fused ? &QDotKMulti<true, true> : &QDotKMulti<false, true>;
+    default: return nullptr;
+  }
 #else
   (void)f, (void)fused;
   return nullptr;
