@@ -125,15 +125,20 @@ TEST_CASE("every simd target: encoded products give the portable kernels' bits",
       CHECK(ct_test::bitwise_equal(ct::decode(w), under_scalar([&] { return ct::decode(w); })));
     }
   }
-  // The K formats' kernels sum eight super-blocks at a time: rows of 11 (a batch and a tail).
+  // The K formats' kernels sum eight super-blocks at a time: rows of 11 (a batch and a tail);
+  // and x·wᵀ takes eight activation vectors per call of their multi-vector form (11: one call
+  // and three vectors by the rows form).
   for (const char* name : {"q4_K", "q6_K"}) {
     const auto w = ct::encode(ct::random_uniform<float>({9, 11 * 256}, 15, -1.0f, 1.0f), ct::find_format(name));
     const auto xk = ct::random_uniform<float>({11 * 256}, 16, -2.0f, 2.0f);
+    const auto xm = ct::random_uniform<float>({11, 11 * 256}, 17, -2.0f, 2.0f);
     const auto v = under_scalar([&] { return ct::matmul(w, xk); });
+    const auto m = under_scalar([&] { return ct::matmul(xm, w.transpose()); });
     for (const std::int64_t t : kt::simd_available_targets()) {
       const ct_test_kernels::pinned_target pin(t);
       INFO(name << " 11 super-blocks on " << kt::simd_target_label(t));
       CHECK(ct_test::bitwise_equal(ct::matmul(w, xk), v));
+      CHECK(ct_test::bitwise_equal(ct::matmul(xm, w.transpose()), m));
     }
   }
   // bf16 / f16 gemv widens inside the dot product: rows whose K ends in a partial set of the
