@@ -24,7 +24,9 @@
 // (Sums8x8; the rows' last super-blocks in pairs or alone), each exact, so the order only fixes
 // the float steps, which follow the portable kernel's order one super-block at a time.
 //
-// The tile kernels (prompt-sized x·wᵀ, q8_0 / q4_0) are in qdot_tile_avx512.cpp.
+// The tile kernels (prompt-sized x·wᵀ, q8_0 / q4_0) are in qdot_tile_avx512.cpp, the K formats'
+// multi-vector kernels in qdot_multi_avx512.cpp, the K formats' building blocks both use in
+// qdot_k_avx512.hpp.
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
 
 #include <algorithm>
@@ -32,6 +34,7 @@
 #include <cstring>
 
 #include "src/encoded/qdot_avx512.hpp"
+#include "src/encoded/qdot_k_avx512.hpp"
 #include "src/matmul/matmul_common.hpp"
 
 namespace ct::detail::encoded {
@@ -306,89 +309,6 @@ CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, in
   }
 }
 
-// The sum of v's eight int32 lanes (exact in any order).
-CT_AVX512_VNNI inline std::int32_t HSum8(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
-}
-
-CT_AVX512_VNNI inline __m256i Halve(__m512i v) {
-  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-}
-
-// q4_K: a super-block's eight 6-bit scales and mins, unpacked from its 12 bytes (at p) in one
-// 128-bit register (docs/encoded.md draws the packing): 32-bit lanes 0..2 hold w0 (scales 0..3
-// and the top bits of scales 4..7), w1 (the same for the mins) and w2 (the low nibbles of
-// scales 4..7 and, shifted by 4, of mins 4..7). Result: bytes 0..7 the scales of sub-blocks
-// 0..7, bytes 8..15 their mins. (The scalar form of these bit operations was about a fifth of
-// a super-block's instructions, and fed the vector work through a register move.) Reads 16
-// bytes at p: the super-block has 144.
-CT_AVX512_VNNI inline __m128i Q4KScalesMins(const unsigned char* p) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m128i low6 = _mm_and_si128(v, _mm_set1_epi8(0x3f));                         // lanes 0, 1: scales / mins 0..3
-  const __m128i w2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa), _mm_setr_epi32(0, 4, 0, 0));  // w2, w2 >> 4
-  const __m128i top = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(v, 6), _mm_set1_epi8(0x03)), 4);
-  const __m128i high = _mm_or_si128(_mm_and_si128(w2, _mm_set1_epi8(0x0f)), top);   // lanes 0, 1: scales / mins 4..7
-  return _mm_unpacklo_epi32(low6, high);  // [scales 0..3, scales 4..7, mins 0..3, mins 4..7]
-}
-
-// q4_K: one super-block's integer sums before the horizontal adds: A_s as eight int32 partials,
-// and B_s = sum_j m_j * (sums[2j] + sums[2j + 1]) as eight int32 partials. Per 64-value chunk c,
-// its 32 bytes twice, [low nibbles | high nibbles] = sub-blocks 2c and 2c + 1, against 64
-// consecutive activation quants; pairs times the sub-block's scale as int16 (vpshufb picks scale
-// bytes 2c and 2c + 1 into the two halves). A_s at most 256 * 15 * 127 * 63, B_s at most
-// 256 * 127 * 63.
-CT_AVX512_VNNI inline void Q4KPartials(const unsigned char* w, const std::int8_t* xq, const std::int16_t* sums,
-                                      const __m512i (&pick)[4], __m256i& a_out, __m256i& b_out) {
-  const __m512i shifts = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4), low = _mm512_set1_epi8(0x0f);
-  const __m128i sm = Q4KScalesMins(w + 4);
-  const __m512i scb = _mm512_broadcast_i32x4(sm);
-  // Two accumulators (chunks 0, 2 and 1, 3): a chain of four vpdpwssd was the loop's latency.
-  __m512i acc2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-  for (int c = 0; c < 4; ++c) {
-    const __m512i bytes = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c)));
-    const __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(bytes, shifts), low);
-    const __m512i pairs = _mm512_maddubs_epi16(nib, _mm512_loadu_si512(xq + 64 * c));
-    acc2[c % 2] = _mm512_dpwssd_epi32(acc2[c % 2], pairs, _mm512_shuffle_epi8(scb, pick[c]));
-  }
-  a_out = Halve(_mm512_add_epi32(acc2[0], acc2[1]));
-  // The mins as int16 pairs [m0 m0 m1 m1 ...] (bytes 8..15 of sm, each twice).
-  const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-  b_out = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums)), m16);
-}
-
-// The lane sums of four vectors of eight int32 (exact in any order): out = {sum p0, sum q0,
-// sum p1, sum q1}. One tree for all four: the two horizontal sums per super-block each took as
-// many shuffles and adds as the whole tree.
-CT_AVX512_VNNI inline void HSum4x8(__m256i p0, __m256i q0, __m256i p1, __m256i q1, std::int32_t (&out)[4]) {
-  const __m512i p = _mm512_inserti64x4(_mm512_castsi256_si512(p0), p1, 1);
-  const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
-  // per 128-bit lane: [p0 + p2, q0 + q2, p1 + p3, q1 + q3], then [P, Q, P, Q] for the lane
-  __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi32(p, q), _mm512_unpackhi_epi32(p, q));
-  t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_BADC));
-  t = _mm512_add_epi32(t, _mm512_shuffle_i32x4(t, t, _MM_SHUFFLE(2, 3, 0, 1)));  // lanes 0 + 1, 2 + 3
-  const __m128i lo = _mm512_castsi512_si128(t), hi = _mm512_extracti32x4_epi32(t, 2);
-  out[0] = _mm_cvtsi128_si32(lo);
-  out[1] = _mm_extract_epi32(lo, 1);
-  out[2] = _mm_cvtsi128_si32(hi);
-  out[3] = _mm_extract_epi32(hi, 1);
-}
-
-// The lane sums of eight vectors of eight int32 (exact in any order): lane i of the result is
-// the sum of v[i]'s lanes. Three levels of unpack-and-add, then the two 128-bit halves: 21
-// operations for eight sums, where one horizontal sum per vector takes six.
-CT_AVX512_VNNI inline __m256i Sums8x8(const __m256i (&v)[8]) {
-  __m256i t[4];
-  for (int i = 0; i < 4; ++i)  // per 128-bit half: [v2i 0+2, v2i+1 0+2, v2i 1+3, v2i+1 1+3]
-    t[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
-  // per 128-bit half: [v0, v1, v2, v3] and [v4, v5, v6, v7], each that half's sum
-  const __m256i u0 = _mm256_add_epi32(_mm256_unpacklo_epi64(t[0], t[1]), _mm256_unpackhi_epi64(t[0], t[1]));
-  const __m256i u1 = _mm256_add_epi32(_mm256_unpacklo_epi64(t[2], t[3]), _mm256_unpackhi_epi64(t[2], t[3]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
-}
-
 // q4_K: eight super-blocks at a time, their sixteen horizontal sums in two Sums8x8 trees and
 // their scale products (dx d, dx dmin) formed in vectors; then each super-block's two float
 // steps in order, as the portable kernel does: acc += (dx d) A_s, then acc -= (dx dmin) B_s.
@@ -397,15 +317,7 @@ CT_AVX512_VNNI inline __m256i Sums8x8(const __m256i (&v)[8]) {
 // a last single one.
 template <bool kFused>
 CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
-  // int16 lanes 0..15 take scale byte 2c, lanes 16..31 byte 2c + 1 (0x80: a zero high byte).
-  __m512i pick[4];
-  for (int c = 0; c < 4; ++c) {
-    const std::uint64_t a = 0x8000800080008000ull | (0x0001000100010001ull * static_cast<std::uint64_t>(2 * c));
-    const std::uint64_t b = 0x8000800080008000ull | (0x0001000100010001ull * static_cast<std::uint64_t>(2 * c + 1));
-    pick[c] = _mm512_setr_epi64(static_cast<long long>(a), static_cast<long long>(a), static_cast<long long>(a),
-                                static_cast<long long>(a), static_cast<long long>(b), static_cast<long long>(b),
-                                static_cast<long long>(b), static_cast<long long>(b));
-  }
+  const Q4KPicks pick;
   float acc = 0.0f;
   const auto add = [&](const unsigned char* sb, index_t s, std::int32_t a, std::int32_t b) {
     const float dx = x.d[s];
@@ -467,132 +379,9 @@ CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index
   return acc;
 }
 
-// q4_K against qdot_multi_vectors activation vectors at once: each super-block's nibbles,
-// scale picks and mins are unpacked once and multiplied with every vector's quants; then per
-// vector the steps of QDotQ4K (Sums8x8 trees for eight super-blocks, the float steps in the
-// portable order), so each output is QDotQ4K's value. On the Xeon guest the unpacking was
-// about half of a vector's work per super-block.
-template <bool kFused>
-CT_AVX512_VNNI void QDotQ4KMulti(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation* xs,
-                                 index_t blocks, float* y, index_t y_row, index_t y_vec) {
-  constexpr int V = static_cast<int>(qdot_multi_vectors);
-  __m512i pick[4];
-  for (int c = 0; c < 4; ++c) {
-    const std::uint64_t a = 0x8000800080008000ull | (0x0001000100010001ull * static_cast<std::uint64_t>(2 * c));
-    const std::uint64_t b = 0x8000800080008000ull | (0x0001000100010001ull * static_cast<std::uint64_t>(2 * c + 1));
-    pick[c] = _mm512_setr_epi64(static_cast<long long>(a), static_cast<long long>(a), static_cast<long long>(a),
-                                static_cast<long long>(a), static_cast<long long>(b), static_cast<long long>(b),
-                                static_cast<long long>(b), static_cast<long long>(b));
-  }
-  const __m512i shifts = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4), low = _mm512_set1_epi8(0x0f);
-  // Super-block s at sb against every vector: A_s and B_s partials (eight int32 each) into
-  // a[v][i], b[v][i].
-  const auto partials = [&](const unsigned char* sb, index_t s, __m256i (&a)[V][8], __m256i (&b)[V][8], int i) {
-    const __m128i sm = Q4KScalesMins(sb + 4);
-    const __m512i scb = _mm512_broadcast_i32x4(sm);
-    __m512i nib[4], sp[4];
-    for (int c = 0; c < 4; ++c) {
-      const __m512i bytes = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 16 + 32 * c)));
-      nib[c] = _mm512_and_si512(_mm512_srlv_epi64(bytes, shifts), low);
-      sp[c] = _mm512_shuffle_epi8(scb, pick[c]);
-    }
-    const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-    for (int v = 0; v < V; ++v) {
-      const std::int8_t* xq = xs[v].q + s * 256;
-      __m512i acc2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-      for (int c = 0; c < 4; ++c)
-        acc2[c % 2] = _mm512_dpwssd_epi32(acc2[c % 2], _mm512_maddubs_epi16(nib[c], _mm512_loadu_si512(xq + 64 * c)), sp[c]);
-      a[v][i] = Halve(_mm512_add_epi32(acc2[0], acc2[1]));
-      b[v][i] = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[v].sums + s * 16)), m16);
-    }
-  };
-  for (index_t r = 0; r < rows; ++r) {
-    const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
-    float acc[V] = {};
-    index_t s = 0;
-    for (; s + 8 <= blocks; s += 8) {
-      __m256i a[V][8], b[V][8];
-      std::int32_t dd[8];
-      for (int i = 0; i < 8; ++i) {
-        partials(row + (s + i) * q4_K_bytes, s + i, a, b, i);
-        std::memcpy(&dd[i], row + (s + i) * q4_K_bytes, 4);
-      }
-      const __m256i d16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd));
-      const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(d16));
-      const __m256 dmin = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(d16, 16)));
-      alignas(32) float ma[V][8], mb[V][8], fa[V][8], fb[V][8];
-      for (int v = 0; v < V; ++v) {
-        const __m256 dx = _mm256_loadu_ps(xs[v].d + s);
-        _mm256_store_ps(ma[v], _mm256_mul_ps(dx, d));
-        _mm256_store_ps(mb[v], _mm256_xor_ps(_mm256_mul_ps(dx, dmin), _mm256_set1_ps(-0.0f)));  // -(dx dmin)
-        _mm256_store_ps(fa[v], _mm256_cvtepi32_ps(Sums8x8(a[v])));
-        _mm256_store_ps(fb[v], _mm256_cvtepi32_ps(Sums8x8(b[v])));
-      }
-      asm volatile("" ::: "memory");  // read back from memory (QDotQ4K says why)
-      for (int i = 0; i < 8; ++i)
-        for (int v = 0; v < V; ++v) {
-          acc[v] = mm::muladd<kFused>(ma[v][i], fa[v][i], acc[v]);
-          acc[v] = mm::muladd<kFused>(mb[v][i], fb[v][i], acc[v]);
-        }
-    }
-    for (; s < blocks; ++s) {
-      const unsigned char* sb = row + s * q4_K_bytes;
-      __m256i a[V][8], b[V][8];
-      partials(sb, s, a, b, 0);
-      for (int v = 0; v < V; ++v) {
-        const float dx = xs[v].d[s];
-        acc[v] = mm::muladd<kFused>(dx * ScaleAt(sb), static_cast<float>(HSum8(a[v][0])), acc[v]);
-        acc[v] = mm::muladd<kFused>(-(dx * ScaleAt(sb + 2)), static_cast<float>(HSum8(b[v][0])), acc[v]);
-      }
-    }
-    for (int v = 0; v < V; ++v) y[r * y_row + v * y_vec] = acc[v];
-  }
-}
-
-// q6_K: per 128-value half h, ql's 64 bytes [l0 | l1] and qh's 32 bytes twice: quarters 0 and 1
-// are the low nibbles with qh's bits 0-1 and 2-3, quarters 2 and 3 the high nibbles with bits
-// 4-5 and 6-7 (one register each, against 64 consecutive activation quants). Each register
-// spans four 16-value scale groups: int16 lanes 8i..8i+7 take group 4r + i's scale (vpermw).
-// A_s at most 256 * 63 * 127 * 128 before the "- 32" (32 * sum_g sc_g * sums_g) comes off.
 template <bool kFused>
 CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index_t blocks) {
-  // qh's two bits for quarters 0 / 1 (bits 0-1 / 2-3, in the register's two halves) and 2 / 3
-  // (bits 4-5 / 6-7), masked first so that the 64-bit shift moving them to bits 4-5 carries
-  // nothing across bytes; then one vpternlogd forms (nibble & 0x0f) | bits.
-  const __m512i low = _mm512_set1_epi8(0x0f);
-  const __m512i mask01 = _mm512_setr_epi64(0x0303030303030303ll, 0x0303030303030303ll, 0x0303030303030303ll, 0x0303030303030303ll,
-                                           0x0c0c0c0c0c0c0c0cll, 0x0c0c0c0c0c0c0c0cll, 0x0c0c0c0c0c0c0c0cll, 0x0c0c0c0c0c0c0c0cll);
-  const __m512i mask23 = _mm512_setr_epi64(0x3030303030303030ll, 0x3030303030303030ll, 0x3030303030303030ll, 0x3030303030303030ll,
-                                           static_cast<long long>(0xc0c0c0c0c0c0c0c0ull), static_cast<long long>(0xc0c0c0c0c0c0c0c0ull),
-                                           static_cast<long long>(0xc0c0c0c0c0c0c0c0ull), static_cast<long long>(0xc0c0c0c0c0c0c0c0ull));
-  const __m512i left01 = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2), right23 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
-  __m512i group[4];
-  for (int r = 0; r < 4; ++r) {
-    alignas(64) std::int16_t idx[32];
-    for (int l = 0; l < 32; ++l) idx[l] = static_cast<std::int16_t>(4 * r + l / 8);
-    group[r] = _mm512_load_si512(idx);
-  }
-  // The integer sum of one super-block (at sb, activation super-block s), before the float step.
-  const auto total = [&](const unsigned char* sb, index_t s) {
-    const std::int8_t* xq = x.q + s * 256;
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 192)));
-    const __m512i scz = _mm512_castsi256_si512(sc16);
-    __m512i a[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // two chains of vpdpwssd, not one
-    for (int h = 0; h < 2; ++h) {
-      const __m512i l = _mm512_loadu_si512(sb + 64 * h);
-      const __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 128 + 32 * h)));
-      const __m512i h01 = _mm512_sllv_epi64(_mm512_and_si512(hb, mask01), left01);   // bits 4-5 only
-      const __m512i h23 = _mm512_srlv_epi64(_mm512_and_si512(hb, mask23), right23);  // bits 4-5 only
-      const __m512i q01 = _mm512_ternarylogic_epi64(l, h01, low, 0xEC);                       // (l & low) | h01
-      const __m512i q23 = _mm512_ternarylogic_epi64(_mm512_srli_epi16(l, 4), h23, low, 0xEC);  // (l >> 4 & low) | h23
-      const __m512i p01 = _mm512_maddubs_epi16(q01, _mm512_loadu_si512(xq + 128 * h));
-      const __m512i p23 = _mm512_maddubs_epi16(q23, _mm512_loadu_si512(xq + 128 * h + 64));
-      a[0] = _mm512_dpwssd_epi32(a[0], p01, _mm512_permutexvar_epi16(group[2 * h], scz));
-      a[1] = _mm512_dpwssd_epi32(a[1], p23, _mm512_permutexvar_epi16(group[2 * h + 1], scz));
-    }
-    const __m256i off = _mm256_madd_epi16(sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums + s * 16)));
-    return _mm256_sub_epi32(Halve(_mm512_add_epi32(a[0], a[1])), _mm256_slli_epi32(off, 5));
-  };
+  const Q6KConsts consts;
   float acc = 0.0f;
   index_t s = 0;
   // Eight super-blocks at a time: their horizontal sums in one Sums8x8 tree and their scale
@@ -610,7 +399,7 @@ CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index
     std::uint16_t d16[8];
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
-      t[i] = total(w + i * q6_K_bytes, s + i);
+      t[i] = Q6KDot(Q6KUnpack(w + i * q6_K_bytes, consts), x.q + (s + i) * 256, x.sums + (s + i) * 16);
       std::memcpy(&d16[i], w + i * q6_K_bytes + 208, 2);
     }
     const __m256 sums = _mm256_cvtepi32_ps(Sums8x8(t));
@@ -623,85 +412,9 @@ CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index
   }
   if (pending) steps();
   for (; s < blocks; ++s, w += q6_K_bytes)
-    acc = mm::muladd<kFused>(x.d[s] * ScaleAt(w + 208), static_cast<float>(HSum8(total(w, s))), acc);
+    acc = mm::muladd<kFused>(x.d[s] * ScaleAt(w + 208),
+                             static_cast<float>(HSum8(Q6KDot(Q6KUnpack(w, consts), x.q + s * 256, x.sums + s * 16))), acc);
   return acc;
-}
-
-// q6_K against qdot_multi_vectors activation vectors at once, as QDotQ4KMulti: each
-// super-block's quants (rebuilt from ql and qh) and scale picks once, then every vector's
-// products, and per vector QDotQ6K's batch of eight and float steps.
-template <bool kFused>
-CT_AVX512_VNNI void QDotQ6KMulti(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation* xs,
-                                 index_t blocks, float* y, index_t y_row, index_t y_vec) {
-  constexpr int V = static_cast<int>(qdot_multi_vectors);
-  const __m512i low = _mm512_set1_epi8(0x0f);
-  const __m512i mask01 = _mm512_setr_epi64(0x0303030303030303ll, 0x0303030303030303ll, 0x0303030303030303ll, 0x0303030303030303ll,
-                                           0x0c0c0c0c0c0c0c0cll, 0x0c0c0c0c0c0c0c0cll, 0x0c0c0c0c0c0c0c0cll, 0x0c0c0c0c0c0c0c0cll);
-  const __m512i mask23 = _mm512_setr_epi64(0x3030303030303030ll, 0x3030303030303030ll, 0x3030303030303030ll, 0x3030303030303030ll,
-                                           static_cast<long long>(0xc0c0c0c0c0c0c0c0ull), static_cast<long long>(0xc0c0c0c0c0c0c0c0ull),
-                                           static_cast<long long>(0xc0c0c0c0c0c0c0c0ull), static_cast<long long>(0xc0c0c0c0c0c0c0c0ull));
-  const __m512i left01 = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2), right23 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
-  __m512i group[4];
-  for (int r = 0; r < 4; ++r) {
-    alignas(64) std::int16_t idx[32];
-    for (int l = 0; l < 32; ++l) idx[l] = static_cast<std::int16_t>(4 * r + l / 8);
-    group[r] = _mm512_load_si512(idx);
-  }
-  // Super-block s at sb against every vector: its eight int32 partials (the "- 32" taken off)
-  // into t[v][i].
-  const auto partials = [&](const unsigned char* sb, index_t s, __m256i (&t)[V][8], int i) {
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 192)));
-    const __m512i scz = _mm512_castsi256_si512(sc16);
-    __m512i q[4], sp[4];
-    for (int h = 0; h < 2; ++h) {
-      const __m512i l = _mm512_loadu_si512(sb + 64 * h);
-      const __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 128 + 32 * h)));
-      const __m512i h01 = _mm512_sllv_epi64(_mm512_and_si512(hb, mask01), left01);
-      const __m512i h23 = _mm512_srlv_epi64(_mm512_and_si512(hb, mask23), right23);
-      q[2 * h] = _mm512_ternarylogic_epi64(l, h01, low, 0xEC);
-      q[2 * h + 1] = _mm512_ternarylogic_epi64(_mm512_srli_epi16(l, 4), h23, low, 0xEC);
-      sp[2 * h] = _mm512_permutexvar_epi16(group[2 * h], scz);
-      sp[2 * h + 1] = _mm512_permutexvar_epi16(group[2 * h + 1], scz);
-    }
-    for (int v = 0; v < V; ++v) {
-      const std::int8_t* xq = xs[v].q + s * 256;
-      __m512i a[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-      for (int j = 0; j < 4; ++j)  // j = 2h + (0: quarters 0-1, 1: quarters 2-3)
-        a[j % 2] = _mm512_dpwssd_epi32(a[j % 2], _mm512_maddubs_epi16(q[j], _mm512_loadu_si512(xq + 128 * (j / 2) + 64 * (j % 2))), sp[j]);
-      const __m256i off = _mm256_madd_epi16(sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[v].sums + s * 16)));
-      t[v][i] = _mm256_sub_epi32(Halve(_mm512_add_epi32(a[0], a[1])), _mm256_slli_epi32(off, 5));
-    }
-  };
-  for (index_t r = 0; r < rows; ++r) {
-    const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
-    float acc[V] = {};
-    index_t s = 0;
-    for (; s + 8 <= blocks; s += 8) {
-      __m256i t[V][8];
-      std::uint16_t d16[8];
-      for (int i = 0; i < 8; ++i) {
-        partials(row + (s + i) * q6_K_bytes, s + i, t, i);
-        std::memcpy(&d16[i], row + (s + i) * q6_K_bytes + 208, 2);
-      }
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d16)));
-      alignas(32) float m[V][8], f[V][8];
-      for (int v = 0; v < V; ++v) {
-        _mm256_store_ps(m[v], _mm256_mul_ps(_mm256_loadu_ps(xs[v].d + s), d));
-        _mm256_store_ps(f[v], _mm256_cvtepi32_ps(Sums8x8(t[v])));
-      }
-      asm volatile("" ::: "memory");  // read back from memory (QDotQ4K says why)
-      for (int i = 0; i < 8; ++i)
-        for (int v = 0; v < V; ++v) acc[v] = mm::muladd<kFused>(m[v][i], f[v][i], acc[v]);
-    }
-    for (; s < blocks; ++s) {
-      const unsigned char* sb = row + s * q6_K_bytes;
-      __m256i t[V][8];
-      partials(sb, s, t, 0);
-      for (int v = 0; v < V; ++v)
-        acc[v] = mm::muladd<kFused>(xs[v].d[s] * ScaleAt(sb + 208), static_cast<float>(HSum8(t[v][0])), acc[v]);
-    }
-    for (int v = 0; v < V; ++v) y[r * y_row + v * y_vec] = acc[v];
-  }
 }
 
 template <bool kFused>
@@ -725,18 +438,10 @@ qdot_rows_fn avx512_qdot_rows(qformat f, bool fused) {
   }
 }
 
-qdot_multi_fn avx512_qdot_multi(qformat f, bool fused) {
-  if (!cpu_has_vnni()) return nullptr;
-  if (f == qformat::q4_K) return fused ? &QDotQ4KMulti<true> : &QDotQ4KMulti<false>;
-  if (f == qformat::q6_K) return fused ? &QDotQ6KMulti<true> : &QDotQ6KMulti<false>;
-  return nullptr;
-}
-
 #else
 
 qdot_fn avx512_qdot(qformat, bool) { return nullptr; }
 qdot_rows_fn avx512_qdot_rows(qformat, bool) { return nullptr; }
-qdot_multi_fn avx512_qdot_multi(qformat, bool) { return nullptr; }
 
 #endif
 
