@@ -232,16 +232,18 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
                                              as.data() + at * sums_per_vector, qdot.tile_offset, at, tiled);
     if (shared_tiles) qdot.tile_pack(w.row(0), w.row_bytes(), q.n, k / 32, tiled_w);
   }
+  // Quantized: activation vector m of batch b, as the kernels take it (burst: qactivation's).
+  const auto activation = [&](index_t b, index_t mi, index_t burst) {
+    const index_t at = (x_batches == 1 ? 0 : b) * q.m + mi;
+    return detail::encoded::qactivation{aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector,
+                                        weight_prefetch, split_at(at), burst};
+  };
   // out(b, n, m) from a decoded weight row (exact) or the row's blocks (quantized).
   const auto element = [&](index_t b, index_t ni, index_t mi, const float* decoded, const settings& s) {
     const index_t xbatch = x_batches == 1 ? 0 : b;
     float r;
     if (quantized) {
-      const index_t at = xbatch * q.m + mi;
-      r = qdot.fn(wrow(b, ni),
-                  {aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector, weight_prefetch,
-                   split_at(at)},
-                  wblocks);
+      r = qdot.fn(wrow(b, ni), activation(b, mi, 0), wblocks);
     } else {
       r = detail::mm::dot<float>(k, decoded, 1, xd + xbatch * q.xb + mi * q.xm, q.xk, s);
     }
@@ -250,10 +252,8 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   // Quantized: out(b, n0..n1, m) in one call of the kernel's several-rows form (the same value
   // for each element as `element`).
   const auto rows_of = [&](index_t b, index_t n0, index_t n1, index_t mi) {
-    const index_t at = (x_batches == 1 ? 0 : b) * q.m + mi;
-    const detail::encoded::qactivation a{aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector,
-                                         weight_prefetch, split_at(at), weight_burst};
-    qdot.run_rows(wrow(b, n0), w.row_bytes(), n1 - n0, a, wblocks, yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn);
+    qdot.run_rows(wrow(b, n0), w.row_bytes(), n1 - n0, activation(b, mi, weight_burst), wblocks,
+                  yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn);
   };
   // Quantized with a multi-vector kernel: out(b, n0..n1, m) for m from m0 in whole calls of
   // qdot_multi_vectors vectors (each row's blocks unpacked once per call; the same values as
@@ -263,11 +263,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     index_t mi = m0;
     for (; mi + nv <= m1; mi += nv) {
       detail::encoded::qactivation acts[nv];
-      for (index_t v = 0; v < nv; ++v) {
-        const index_t at = (x_batches == 1 ? 0 : b) * q.m + mi + v;
-        acts[v] = {aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector, weight_prefetch,
-                   split_at(at), 0};
-      }
+      for (index_t v = 0; v < nv; ++v) acts[v] = activation(b, mi + v, 0);
       qdot.multi(wrow(b, n0), w.row_bytes(), n1 - n0, acts, wblocks, yd + b * q.yb + n0 * q.yn + mi * q.ym, q.yn, q.ym);
     }
     return mi;
