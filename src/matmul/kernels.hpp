@@ -45,8 +45,28 @@ mm_budgets budgets_of(const settings& s);
 template <class T>
 inline constexpr index_t dot_lanes = static_cast<index_t>(128 / sizeof(T));
 
+/// Memory a callback touches next (the next batch piece's A rows, B and C rows of a batched
+/// product), up to three spans of whole 64-byte lines. While the current piece runs, its
+/// micro-kernel calls fetch these into L2, one line per step of k: a small product's matrices
+/// otherwise arrive from L3 or memory one after another while the FMA units wait. Only
+/// addresses: nothing here is read by the prefetch, so a span may be any memory.
+struct ahead_spans {
+  const char* start[3] = {};
+  index_t lines[3] = {};
+  int count = 0;
+  void add(const void* first, index_t bytes) noexcept {
+    if (bytes <= 0 || count == 3) return;
+    const auto at = reinterpret_cast<std::uintptr_t>(first);
+    const std::uintptr_t line = at & ~std::uintptr_t{63};
+    start[count] = reinterpret_cast<const char*>(line);
+    lines[count] = static_cast<index_t>((at + static_cast<std::uintptr_t>(bytes) - line + 63) / 64);
+    ++count;
+  }
+};
+
 /// One 2-D product C[m x n] = A[m x k] * B[k x n] on strided operands: element (i, j) of a
-/// matrix lives at p[i * rs + j * cs] (strides in elements, any sign).
+/// matrix lives at p[i * rs + j * cs] (strides in elements, any sign). ahead: what to prefetch
+/// for the caller's next product (only used when B is read in place; never changes results).
 template <class T>
 struct gemm_args {
   index_t m = 0, n = 0, k = 0;
@@ -56,6 +76,7 @@ struct gemm_args {
   index_t brs = 0, bcs = 0;
   T* c = nullptr;
   index_t crs = 0, ccs = 0;
+  ahead_spans ahead;
 };
 
 /// Elements of the shared packed copy of a k x n B that gemm_rows wants under settings s,

@@ -334,6 +334,29 @@ index_t packed_b_size_t(index_t k, index_t n, index_t brs, index_t bcs, const mm
   return (n + G::NR - 1) / G::NR * G::NR * k;
 }
 
+// Walks a gemm_args::ahead: each micro-kernel call of a B read in place gets the next kc
+// lines (it prefetches one per step of k), never across the end of a span, so every span is
+// fetched from its first line on; nullptr once all are handed out.
+class ahead_cursor {
+ public:
+  explicit ahead_cursor(const ahead_spans& s) : s_(s) {}
+  const char* next(index_t kc) {
+    if (span_ >= s_.count) return nullptr;
+    const char* at = s_.start[span_] + line_ * 64;
+    line_ += kc;
+    if (line_ >= s_.lines[span_]) {
+      ++span_;
+      line_ = 0;
+    }
+    return at;
+  }
+
+ private:
+  const ahead_spans& s_;
+  int span_ = 0;
+  index_t line_ = 0;
+};
+
 template <class T, bool kFused>
 void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r1, const mm_budgets& budgets) {
   using G = geom<T>;
@@ -366,6 +389,7 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
   scratch<T> bedge(direct ? kc_max * NR : 0);
   alignas(64) T tile[MR * NR];
   const auto& kernels = direct_a ? micro_kernels<T, kFused, false> : micro_kernels<T, kFused, true>;
+  ahead_cursor ahead(g.ahead);
 
   for (index_t pc = 0; pc < g.k; pc += KC) {
     const index_t kc = std::min(KC, g.k - pc);
@@ -410,12 +434,16 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
             // The first two micro-panels of a block meet each packed panel first: each call
             // prefetches half of the panel the loop reads after this one (the next pc's first
             // after the last jr), kc lines, into L2. Later micro-panels find the block in L2.
+            // A B read in place is in L2 already (it is small): its calls fetch the caller's
+            // next piece instead, when there is one (batched 64 x 128³: see docs/matmul.md).
             const T* b_next = bp;
             if (!direct && ir < 2 * MR) {
               const T* next = nullptr;
               if (jr + NR < g.n) next = bp + g.k * NR;
               else if (pc + KC < g.k) next = packed_b + pc * NR + KC * NR;
               if (next != nullptr) b_next = next + (ir / MR) * kc * (64 / static_cast<index_t>(sizeof(T)));
+            } else if (direct) {
+              if (const char* at = ahead.next(kc)) b_next = reinterpret_cast<const T*>(at);
             }
             T* cp = g.c + (ic + ir) * g.crs + jr * g.ccs;
             if (g.ccs == 1) {

@@ -12,6 +12,7 @@
 #include "matmul/helpers.hpp"
 #include "matmul/reference.hpp"
 #include "support/allocation_guard.hpp"
+#include "support/executors.hpp"
 
 using ct::index_t;
 using mm_test::count_bad;
@@ -129,6 +130,35 @@ TEST_CASE("matmul: batch dimensions broadcast like numpy", "[matmul]") {
     check_against_reference(operand<double>(c.a, seed + 2), operand<double>(c.b, seed + 3));
     check_against_reference(operand<std::int64_t>(c.a, seed + 4), operand<std::int64_t>(c.b, seed + 5));
     seed += 6;
+  }
+}
+
+// A batch of small products whose B is read in place prefetches each next piece's A rows, B and
+// C rows while the current piece runs (docs/matmul.md). Prefetches never change a value: the same
+// bits with the prefetch and without it (a tuning whose B-block budget is below the pieces), under
+// executors that cut batches mid-matrix, with a B per batch, a broadcast B and a transposed (strided)
+// destination, and each result against the naive reference.
+TEST_CASE("matmul: batches read in place give the same bits with and without the next batch's prefetch", "[matmul]") {
+  const ct::tuning without = ct::parse_tuning("gemm_b_block=64", ct::current_tuning());
+  const auto a = operand<float>({9, 37, 150}, 70), b = operand<float>({9, 150, 70}, 71), b2 = operand<float>({150, 70}, 72);
+  const ct::executor executors[] = {ct_test::serial_64_executor(), ct_test::random_partition_executor(73),
+                                    ct_test::reverse_singles_executor(), ct_test::three_worker_executor()};
+  for (const auto* rhs : {&b, &b2}) {
+    const mm_test::reference ref = naive_matmul(a, *rhs);
+    ct::tensor<float> plain;
+    {
+      ct::tuning_scope tuned(without);
+      plain = ct::matmul(a, *rhs);
+    }
+    CHECK(count_bad(plain, ref) == 0);
+    for (const ct::executor& ex : executors) {
+      ct::executor_scope scope(ex);
+      CHECK(same_bits(ct::matmul(a, *rhs), plain));
+      // The destination's rows 70 floats apart as its columns' stride (a transposed view).
+      ct::tensor<float> t({9, 70, 37});
+      ct::matmul(a, *rhs, t.permute({0, 2, 1}));
+      CHECK(same_bits(ct::eval(t.permute({0, 2, 1})), plain));
+    }
   }
 }
 
