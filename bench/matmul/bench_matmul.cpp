@@ -94,6 +94,41 @@ __attribute__((target("avx512f"))) __attribute__((noinline)) double fma_loop_avx
   return _mm512_reduce_add_pd(s);
 }
 
+// The ceiling of a GEMM micro-kernel's loop on this machine: ct's 12 x 32 float shape (per
+// step of k two B vectors loaded, twelve A values broadcast from memory, 24 FMAs), its panels
+// (12 x 128 and 128 x 32 floats, 22 KiB) in L1, the C tile added to memory per call. The gap
+// between this and BM_fma_peak_f32 is the cost of feeding the FMA units from L1 on this core
+// (docs/performance.md): no GEMM with that kernel shape can run above it.
+__attribute__((target("avx512f"))) __attribute__((noinline)) void l1_kernel_avx512(const float* a, const float* b,
+                                                                                   float* c) {
+  __m512 c0[12], c1[12];
+  for (int i = 0; i < 12; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
+  for (int p = 0; p < 128; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(b + 32 * p), b1 = _mm512_loadu_ps(b + 32 * p + 16);
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[12 * p + i]);
+      c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
+      c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+    }
+  }
+  for (int i = 0; i < 12; ++i) {
+    _mm512_storeu_ps(c + 32 * i, _mm512_add_ps(_mm512_loadu_ps(c + 32 * i), c0[i]));
+    _mm512_storeu_ps(c + 32 * i + 16, _mm512_add_ps(_mm512_loadu_ps(c + 32 * i + 16), c1[i]));
+  }
+}
+void BM_fma_l1_kernel_f32(benchmark::State& state) {
+  if (!__builtin_cpu_supports("avx512f")) return state.SkipWithError("no AVX-512");
+  std::vector<float> a(12 * 128, 1e-3f), b(128 * 32, 1e-3f), c(12 * 32, 0.0f);
+  constexpr int calls = 4096;
+  for (auto _ : state) {
+    for (int r = 0; r < calls; ++r) l1_kernel_avx512(a.data(), b.data(), c.data());
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, 2.0 * 12 * 32 * 128 * calls);
+}
+
 void BM_fma_peak_f32(benchmark::State& state) {
   if (!__builtin_cpu_supports("avx512f")) return state.SkipWithError("no AVX-512");
   const std::int64_t iters = 1 << 20;
@@ -116,6 +151,7 @@ void BM_fma_peak_f64(benchmark::State& state) {
 }
 BENCHMARK(BM_fma_peak_f32)->UseRealTime();
 BENCHMARK(BM_fma_peak_f64)->UseRealTime();
+BENCHMARK(BM_fma_l1_kernel_f32)->UseRealTime();
 #endif
 
 // ------------------------------------------------------------------ ct
