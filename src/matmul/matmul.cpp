@@ -116,9 +116,9 @@ index_t gemm_packed_b_size(index_t k, index_t n, index_t brs, index_t bcs, const
 template <class T>
 void gemm_pack_b(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out, const settings& s) {
   if (!use_simd(s)) return;
-  const index_t ahead = budgets_of(s).gemv_prefetch_bytes;
-  if constexpr (std::is_same_v<T, float>) simd_pack_b_f32(k, n, b, brs, bcs, out, ahead);
-  else if constexpr (std::is_same_v<T, double>) simd_pack_b_f64(k, n, b, brs, bcs, out, ahead);
+  const index_t rows_budget = budgets_of(s).b_block_bytes;
+  if constexpr (std::is_same_v<T, float>) simd_pack_b_f32(k, n, b, brs, bcs, out, rows_budget);
+  else if constexpr (std::is_same_v<T, double>) simd_pack_b_f64(k, n, b, brs, bcs, out, rows_budget);
 }
 
 void gemm_pack_b_widened(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs, float* out,

@@ -253,6 +253,29 @@ TEMPLATE_TEST_CASE("every level of the blocking split with a partial last part: 
   }
 }
 
+TEMPLATE_TEST_CASE("packing B a block of rows at a time: partial row blocks and a partial last panel", "[tuning][matmul]",
+                   float, double) {
+  // The packing cuts B's rows in blocks of as many rows as the B-block budget holds (at most
+  // 8): a budget of three 70-value rows gives blocks of 3 over k = 100 (the last one row), and
+  // 70 columns end in a partial panel; a budget below one row gives blocks of one row. The
+  // packed panels must hold every value where the micro-kernel reads it, and zeros past n.
+  using T = TestType;
+  const auto a = ct::random_uniform<T>({29, 100}, 21, T(-1), T(1));
+  const auto b = ct::random_uniform<T>({100, 70}, 22, T(-1), T(1));
+  const ct::tensor<T> expected = ct::matmul(a, b);
+  const mm_test::reference ref = mm_test::naive_matmul(a, b);
+  for (std::size_t budget : {3 * 70 * sizeof(T), std::size_t{64}}) {
+    ct::tuning t = ct::process_tuning();
+    t.gemm_b_block_bytes = budget;
+    t.gemm_direct_b_bytes = 64;  // B packed
+    ct::tuning_scope tuned(t);
+    INFO("rows budget " << budget);
+    const ct::tensor<T> got = ct::matmul(a, b);
+    CHECK(mm_test::count_bad(got, ref) == 0);
+    CHECK(mm_test::same_bits(got, expected));
+  }
+}
+
 TEST_CASE("encoded products and fused evaluation under tiny and huge tunings: bitwise the machine's",
           "[tuning][encoded][scheduling]") {
   const auto wf = ct::random_uniform<float>({70, 512}, 11, -1.0f, 1.0f);
