@@ -346,21 +346,23 @@ index_t packed_b_size_t(index_t k, index_t n, index_t brs, index_t bcs, const mm
   return (n + G::NR - 1) / G::NR * G::NR * k;
 }
 
-// Walks a gemm_args::ahead: each micro-kernel call of a B read in place gets the next kc
-// lines (it prefetches one per step of k), never across the end of a span, so every span is
-// fetched from its first line on; nullptr once all are handed out.
+// Walks a gemm_args::ahead: each micro-kernel call of a B read in place gets the address of
+// the next kc lines (it prefetches one per step of k). A span's last call may run past its end
+// (an address only); the next call starts the next span at its first line. nullptr once all
+// are handed out.
 class ahead_cursor {
  public:
   explicit ahead_cursor(const ahead_spans& s) : s_(s) {}
   const char* next(index_t kc) {
     if (span_ >= s_.count) return nullptr;
-    const char* at = s_.start[span_] + line_ * 64;
+    // an integer: the address is only prefetched, and may lie outside any object
+    const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(s_.start[span_]) + static_cast<std::uintptr_t>(line_ * 64);
     line_ += kc;
     if (line_ >= s_.lines[span_]) {
       ++span_;
       line_ = 0;
     }
-    return at;
+    return reinterpret_cast<const char*>(at);
   }
 
  private:
@@ -490,7 +492,7 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
     nc = bl.nc;                                                                                              \
   }                                                                                                          \
   void PackB##S(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out, index_t rows_budget) {  \
-    pack_b_t<T>(k, n, b, brs, bcs, out, rows_budget);                                                              \
+    pack_b_t<T>(k, n, b, brs, bcs, out, rows_budget);                                                        \
   }                                                                                                          \
   bool GemmRows##S(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r1, bool fused,           \
                    const mm_budgets& b) {                                                                    \

@@ -90,24 +90,26 @@ index_t own_batch_offset(const tensor<T>& b, index_t f) {
   return off;
 }
 
-/// What the piece of batch `batch`, rows [0, rows), reads and writes (g: the product's shape and
-/// strides; ob: the current piece's B offset, whose B is in the caches already), for
-/// gemm_args::ahead; empty when it exceeds budget bytes. Spans only for unit column strides
-/// and rows that do not overlap.
+/// What the piece of batch `batch`, rows [0, rows), reads and writes, for gemm_args::ahead (g:
+/// the product's shape and strides; oa, ob: the current piece's A and B offsets — an operand
+/// the batches broadcast is in the caches already and is left out). Spans only for unit column
+/// strides and rows that do not overlap; none at all when the current piece (`current` bytes)
+/// and the next one together exceed budget bytes, so that the prefetches never push the
+/// current piece's own operands out of L2.
 template <class T>
 ahead_spans next_piece_spans(const batch_walker& w, const gemm_args<T>& g, const T* pa, const T* pb, const T* pc,
-                             index_t ob, index_t batch, index_t rows, std::size_t budget) {
-  index_t oa, obn, oc, fb;
-  w.locate(batch, oa, obn, oc, fb);
+                             index_t oa, index_t ob, index_t current, index_t batch, index_t rows, std::size_t budget) {
+  index_t oan, obn, ocn, fb;
+  w.locate(batch, oan, obn, ocn, fb);
   constexpr index_t size = static_cast<index_t>(sizeof(T));
-  const index_t a_bytes = g.acs == 1 && g.ars >= g.k ? ((rows - 1) * g.ars + g.k) * size : 0;
+  const index_t a_bytes = oan != oa && g.acs == 1 && g.ars >= g.k ? ((rows - 1) * g.ars + g.k) * size : 0;
   const index_t b_bytes = obn != ob && g.bcs == 1 && g.brs >= g.n ? ((g.k - 1) * g.brs + g.n) * size : 0;
   const index_t c_bytes = g.ccs == 1 && g.crs >= g.n ? ((rows - 1) * g.crs + g.n) * size : 0;
   ahead_spans spans;
-  if (static_cast<std::size_t>(a_bytes + b_bytes + c_bytes) > budget) return spans;
-  spans.add(pa + oa, a_bytes);
+  if (static_cast<std::size_t>(current + a_bytes + b_bytes + c_bytes) > budget) return spans;
+  spans.add(pa + oan, a_bytes);
   spans.add(pb + obn, b_bytes);
-  spans.add(pc + oc, c_bytes);
+  spans.add(pc + ocn, c_bytes);
   return spans;
 }
 
@@ -208,9 +210,11 @@ void run_typed(const char* op, const plan& p, tensor<T> a, tensor<T> b, const te
   base.crs = c.strides()[rc - 2];
   base.ccs = c.strides()[rc - 1];
   const std::vector<detail::big_buffer<T>> packed = pack_b_batches(b, k, n, b_batches);
-  // Small products read in place (a batch of them): each piece prefetches the next piece's
-  // A rows, B and C rows into L2 while it runs, when all three fit the budget of a B block.
-  const std::size_t ahead_budget = packed.empty() ? current_tuning().gemm_b_block_bytes : 0;
+  // Small products read in place by the SIMD kernels (a batch of them): each piece prefetches
+  // the next piece's A rows, B and C rows into L2 while it runs, when both pieces fit the
+  // budget of a B block.
+  const bool simd = current_settings().backend == backend::simd;
+  const std::size_t ahead_budget = packed.empty() && simd ? current_tuning().gemm_b_block_bytes : 0;
   schedule(op, p.batches * m, [&](index_t start, index_t end) {
     const settings s = current_settings();
     for_each_batch_piece(start, end, m, [&](index_t batch, index_t r0, index_t r1) {
@@ -221,8 +225,8 @@ void run_typed(const char* op, const plan& p, tensor<T> a, tensor<T> b, const te
       ga.b = pb + ob;
       ga.c = pc + oc;
       if (ahead_budget > 0 && batch * m + r1 < end)
-        ga.ahead = next_piece_spans(w, base, pa, pb, pc, ob, batch + 1, std::min(m, end - (batch + 1) * m),
-                                    ahead_budget);
+        ga.ahead = next_piece_spans(w, base, pa, pb, pc, oa, ob, ((r1 - r0) * (k + n) + k * n) * index_t{sizeof(T)},
+                                    batch + 1, std::min(m, end - (batch + 1) * m), ahead_budget);
       gemm_rows<T>(ga, packed.empty() ? nullptr : packed[static_cast<std::size_t>(fb)].data(), r0, r1, s);
     });
   }, packed.empty() ? 1 : gemm_range_grain(k * n * static_cast<index_t>(sizeof(T)), std::is_same_v<T, double>));

@@ -257,8 +257,9 @@ TEMPLATE_TEST_CASE("packing B a block of rows at a time: partial row blocks and 
                    float, double) {
   // The packing cuts B's rows in blocks of as many rows as the B-block budget holds (at most
   // 8): a budget of three 70-value rows gives blocks of 3 over k = 100 (the last one row), and
-  // 70 columns end in a partial panel; a budget below one row gives blocks of one row. The
-  // packed panels must hold every value where the micro-kernel reads it, and zeros past n.
+  // 70 columns end in a partial panel; a budget below one row gives blocks of one row. Every
+  // value must land where the micro-kernel reads it (a misplaced row or column changes results;
+  // the padding past n is never stored to C, so no result can show it).
   using T = TestType;
   const auto a = ct::random_uniform<T>({29, 100}, 21, T(-1), T(1));
   const auto b = ct::random_uniform<T>({100, 70}, 22, T(-1), T(1));

@@ -135,27 +135,35 @@ TEST_CASE("matmul: batch dimensions broadcast like numpy", "[matmul]") {
 
 // A batch of small products whose B is read in place prefetches each next piece's A rows, B and
 // C rows while the current piece runs (docs/matmul.md). Prefetches never change a value: the same
-// bits with the prefetch and without it (a tuning whose B-block budget is below the pieces), under
-// executors that cut batches mid-matrix, with a B per batch, a broadcast B and a transposed (strided)
-// destination, and each result against the naive reference.
-TEST_CASE("matmul: batches read in place give the same bits with and without the next batch's prefetch", "[matmul]") {
-  const ct::tuning without = ct::parse_tuning("gemm_b_block=64", ct::current_tuning());
-  const auto a = operand<float>({9, 37, 150}, 70), b = operand<float>({9, 150, 70}, 71), b2 = operand<float>({150, 70}, 72);
+// bits with the prefetch (a tuning whose B-block budget holds two pieces) and without it (a budget
+// below one piece), under executors that cut batches mid-matrix, with a B per batch, a broadcast
+// B and a destination with a column stride (a transposed view), each against the naive reference.
+TEMPLATE_TEST_CASE("matmul: batches read in place give the same bits with and without the next batch's prefetch",
+                   "[matmul]", float, double) {
+  using T = TestType;
+  ct::tuning with = ct::current_tuning();
+  with.gemm_b_block_bytes = std::size_t{1} << 20;  // two pieces here take 150 KiB at most
+  with.gemm_direct_b_bytes = std::size_t{1} << 20;  // B read in place
+  ct::tuning without = with;
+  without.gemm_b_block_bytes = 64;
+  const auto a = operand<T>({9, 37, 150}, 70), b = operand<T>({9, 150, 70}, 71), b2 = operand<T>({150, 70}, 72);
   const ct::executor executors[] = {ct_test::serial_64_executor(), ct_test::random_partition_executor(73),
                                     ct_test::reverse_singles_executor(), ct_test::three_worker_executor()};
   for (const auto* rhs : {&b, &b2}) {
     const mm_test::reference ref = naive_matmul(a, *rhs);
-    ct::tensor<float> plain;
+    ct::tensor<T> plain;
     {
       ct::tuning_scope tuned(without);
       plain = ct::matmul(a, *rhs);
     }
     CHECK(count_bad(plain, ref) == 0);
+    ct::tuning_scope tuned(with);
+    CHECK(same_bits(ct::matmul(a, *rhs), plain));
     for (const ct::executor& ex : executors) {
       ct::executor_scope scope(ex);
       CHECK(same_bits(ct::matmul(a, *rhs), plain));
-      // The destination's rows 70 floats apart as its columns' stride (a transposed view).
-      ct::tensor<float> t({9, 70, 37});
+      // A [9, 37, 70] destination whose columns are 37 elements apart (rows 1 apart).
+      ct::tensor<T> t({9, 70, 37});
       ct::matmul(a, *rhs, t.permute({0, 2, 1}));
       CHECK(same_bits(ct::eval(t.permute({0, 2, 1})), plain));
     }
