@@ -221,6 +221,62 @@ CT_AVX512_VNNI inline __m512 TailGroup(const unsigned char* w, const std::int8_t
   return _mm512_mask_mov_ps(lanes, keep, MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), lanes));
 }
 
+// The float16 scales of two rows' tails of nb <= 8 blocks each (their bytes at a and b, nb
+// blocks' worth from each, nothing past them read): a's in lanes 0..7, b's in lanes 8..15,
+// Scales16's permutes with the second row's windows in place of blocks 8..15's.
+template <bool kQ4>
+CT_AVX512_VNNI inline __m512 ScalesOfTwoTails(const unsigned char* a, const unsigned char* b, index_t limit) {
+  __m512i h;
+  if constexpr (kQ4) {
+    alignas(64) static constexpr std::int16_t words[32] = {0, 9, 18, 27, 36, 45, 54, 63, 0, 9, 18, 27, 36, 45, 54, 63};
+    const __m512i idx = _mm512_load_si512(words);
+    const __m512i lo = _mm512_permutex2var_epi16(Load64<true>(a, 0, limit), idx, Load64<true>(a, 64, limit));
+    const __m512i hi = _mm512_permutex2var_epi16(Load64<true>(b, 0, limit), idx, Load64<true>(b, 64, limit));
+    h = _mm512_mask_blend_epi16(0xff00u, lo, hi);
+  } else {
+    alignas(64) static constexpr std::int16_t words[32] = {0, 17, 34, 51, 0, 17, 34, 51, 0, 17, 34, 51, 0, 17, 34, 51};
+    const __m512i idx = _mm512_load_si512(words);
+    const unsigned char* base[4] = {a, a, b, b};
+    __m512i p[4];
+    for (int i = 0; i < 4; ++i) {
+      const index_t at = 136 * (i % 2);
+      p[i] = _mm512_permutex2var_epi16(Load64<true>(base[i], at, limit), idx, Load64<true>(base[i], at + 64, limit));
+    }
+    h = _mm512_mask_blend_epi16(0xff00u, _mm512_mask_blend_epi16(0x00f0u, p[0], p[1]), _mm512_mask_blend_epi16(0xf000u, p[2], p[3]));
+  }
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+}
+
+// TailGroup for two rows at once, whose tails of nb <= 8 blocks (at wa and wb) share one
+// fold, one offset and one scale step: row a's blocks in lanes 0..7, row b's in 8..15, against
+// the same activation blocks. Lane by lane the same integer sums and float steps as TailGroup
+// on each row, so the same bits; la and lb keep their lanes from nb on.
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI inline void TailPair(const unsigned char* wa, const unsigned char* wb, const std::int8_t* xq, const float* xd,
+                                    const std::int16_t* sums, index_t nb, __m512& la, __m512& lb) {
+  constexpr int wbytes = kQ4 ? static_cast<int>(q4_0_bytes) : static_cast<int>(q8_0_bytes);
+  __m512i part[8];
+  for (int r = 0; r < 2; ++r) {
+    const unsigned char* w = r == 0 ? wa : wb;
+    for (int i = 0; i < 4; ++i) {
+      __m512i& p = part[4 * r + i];
+      if (2 * i + 1 < nb) p = PairPartials<kQ4>(w + 2 * i * wbytes, w + (2 * i + 1) * wbytes, xq + 64 * i);
+      else if (2 * i < nb) p = SinglePartials<kQ4>(w + 2 * i * wbytes, xq + 64 * i);
+      else p = _mm512_setzero_si512();
+    }
+  }
+  const __mmask8 keep8 = static_cast<__mmask8>((1u << nb) - 1);
+  const __m256i tail_sums = _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << (2 * nb)) - 1), sums);
+  const __m512i offset = _mm512_madd_epi16(_mm512_broadcast_i64x4(tail_sums), _mm512_set1_epi16(kQ4 ? 8 : 128));
+  const __m512i isum = _mm512_sub_epi32(FoldSixteen(part), offset);
+  const __m512 dx = _mm512_broadcast_f32x8(_mm256_maskz_loadu_ps(keep8, xd));
+  const __m512 scale = _mm512_mul_ps(ScalesOfTwoTails<kQ4>(wa, wb, nb * wbytes), dx);
+  const __m512 both = _mm512_shuffle_f32x4(la, lb, _MM_SHUFFLE(1, 0, 1, 0));  // la's lanes 0..7, lb's 0..7
+  const __m512 res = MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), both);
+  la = _mm512_mask_mov_ps(la, static_cast<__mmask16>(keep8), res);
+  lb = _mm512_mask_mov_ps(lb, static_cast<__mmask16>(keep8), _mm512_shuffle_f32x4(res, res, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
 // Prefetches the `bytes` weight bytes `distance` past w (the next rows' when past the row's end:
 // a matrix's rows are contiguous; a prefetch cannot fault, so an address past the end is
 // harmless). Speed only.
@@ -274,6 +330,11 @@ CT_AVX512_VNNI float QDot32(const unsigned char* w, const qactivation& x, index_
 // hold one whole group, so DotRow's pipeline has nothing to overlap; here it runs across rows
 // instead: row r + 1's group loads and vpdpbusd are issued before row r's fold, tail and final
 // sum. The same steps per row as DotRow (same bits).
+//
+// A tail of at most 8 blocks (K = 544..768: Llama-100M's 768 has 24 blocks) costs about as much
+// as the whole group before it, though it fills half a register: there rows go in pairs, each
+// pair's tails through one TailPair (same bits): 1024 rows of 24 blocks in L2 on a Xeon guest,
+// q4_0 24.4-24.9 -> 20.8-21.1 us, q8_0 30.5-32.0 -> 27.2-27.6 us (docs/encoded.md).
 template <bool kQ4, bool kFused>
 CT_AVX512_VNNI void ShortRows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
                               float* y, index_t y_stride) {
@@ -282,7 +343,23 @@ CT_AVX512_VNNI void ShortRows(const unsigned char* w, std::size_t row_bytes, ind
   const std::int8_t* const xq = kQ4 ? x.q_split : x.q;
   __m512i cur[8], nxt[8];
   Partials16<kQ4>(w, xq, cur);
-  for (index_t r = 0; r < rows; ++r) {
+  index_t r = 0;
+  if (blocks > 16 && blocks <= 24) {
+    for (; r + 1 < rows; r += 2) {
+      const unsigned char* ra = w + static_cast<std::size_t>(r) * row_bytes;
+      const unsigned char* rb = ra + row_bytes;
+      PrefetchAhead(ra, 16 * wbytes, 2 * x.prefetch_bytes);
+      PrefetchAhead(rb, 16 * wbytes, 2 * x.prefetch_bytes);
+      Partials16<kQ4>(rb, xq, nxt);
+      __m512 la = Finish16<kQ4, kFused>(cur, ra, x.d, x.sums, _mm512_setzero_ps());
+      if (r + 2 < rows) Partials16<kQ4>(rb + row_bytes, xq, cur);  // the next pair's first row
+      __m512 lb = Finish16<kQ4, kFused>(nxt, rb, x.d, x.sums, _mm512_setzero_ps());
+      TailPair<kQ4, kFused>(ra + 16 * wbytes, rb + 16 * wbytes, x.q + 16 * 32, x.d + 16, x.sums + 32, blocks - 16, la, lb);
+      y[r * y_stride] = FoldLanes(la);
+      y[(r + 1) * y_stride] = FoldLanes(lb);
+    }
+  }
+  for (; r < rows; ++r) {
     const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
     const bool more = r + 1 < rows;
     PrefetchAhead(row, 16 * wbytes, 2 * x.prefetch_bytes);

@@ -192,10 +192,12 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
     return static_cast<std::uint32_t>(state >> 33);
   };
   const index_t n = 23;
-  // 69 blocks: four whole groups of 16 and a tail (the AVX-512 kernel's pipelined loop).
-  for (const auto& [name, row_blocks] : {std::pair<const char*, index_t>{"q8_0", 21}, {"q8_0", 29}, {"q8_0", 69}, {"q4_0", 21},
-                                         {"q4_0", 29}, {"q4_0", 69}, {"q4_K", 3}, {"q4_K", 11}, {"q6_K", 3},
-                                         {"q6_K", 11}}) {
+  // 69 blocks: four whole groups of 16 and a tail (the AVX-512 kernel's pipelined loop). 17 and
+  // 24 blocks: tails of 1 and 8, which the AVX-512 kernel sums two rows at a time (23 rows: 11
+  // pairs and a last row alone).
+  for (const auto& [name, row_blocks] : {std::pair<const char*, index_t>{"q8_0", 21}, {"q8_0", 29}, {"q8_0", 69}, {"q8_0", 17},
+                                         {"q8_0", 24}, {"q4_0", 21}, {"q4_0", 29}, {"q4_0", 69}, {"q4_0", 17},
+                                         {"q4_0", 24}, {"q4_K", 3}, {"q4_K", 11}, {"q6_K", 3}, {"q6_K", 11}}) {
     INFO(name << ", " << row_blocks << " blocks per row");
     const ct::format f = ct::find_format(name);
     const index_t k = row_blocks * f.block_elements();
