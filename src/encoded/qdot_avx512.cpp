@@ -156,32 +156,44 @@ CT_AVX512_VNNI inline __m512i Load64(const unsigned char* w, index_t offset, ind
   }
 }
 
-// The float16 scales of the sixteen blocks at w, widened, block j in lane j. A scale is the
-// block's first 16-bit word (blocks are 18 or 34 bytes: an even number of words apart), so a
-// two-register word permute (vpermt2w) picks those of the blocks whose first words lie in a
-// 128-byte window: q4_0 blocks 0-7 from bytes [0, 128) and 8-15 from [144, 272); q8_0 four
-// blocks from each of [136i, 136i + 128). A blend puts the windows' lanes together. (Built
-// in general registers from sixteen 2-byte loads instead, this took ~45 instructions per
-// group, a third of q4_0's.) kTail: a group of fewer blocks, its bytes ending at w + limit;
-// the lanes past them are zeros.
-template <bool kQ4, bool kTail = false>
-CT_AVX512_VNNI inline __m512 Scales16(const unsigned char* w, index_t limit = 0) {
+// The float16 scales of two runs of eight blocks, widened: the blocks at a in lanes 0..7, those
+// at b in lanes 8..15. A scale is the block's first 16-bit word (blocks are 18 or 34 bytes: an
+// even number of words apart), so a two-register word permute (vpermt2w) picks those of the
+// blocks whose first words lie in a 128-byte window: q4_0 eight blocks from [0, 128) of a run,
+// q8_0 four blocks from each of [0, 128) and [136, 264). A blend puts the windows' lanes
+// together. (Built in general registers from sixteen 2-byte loads instead, this took ~45
+// instructions per group, a third of q4_0's.) kTail: a run has fewer blocks, its bytes ending at
+// a + limit_a (b + limit_b); nothing past them is read and their lanes are zeros.
+template <bool kQ4, bool kTail>
+CT_AVX512_VNNI inline __m512 ScalesOfHalves(const unsigned char* a, index_t limit_a, const unsigned char* b, index_t limit_b) {
   __m512i h;
   if constexpr (kQ4) {
     alignas(64) static constexpr std::int16_t words[32] = {0, 9, 18, 27, 36, 45, 54, 63, 0, 9, 18, 27, 36, 45, 54, 63};
     const __m512i idx = _mm512_load_si512(words);
-    const __m512i a = _mm512_permutex2var_epi16(Load64<kTail>(w, 0, limit), idx, Load64<kTail>(w, 64, limit));
-    const __m512i b = _mm512_permutex2var_epi16(Load64<kTail>(w, 144, limit), idx, Load64<kTail>(w, 208, limit));
-    h = _mm512_mask_blend_epi16(0xff00u, a, b);
+    const __m512i lo = _mm512_permutex2var_epi16(Load64<kTail>(a, 0, limit_a), idx, Load64<kTail>(a, 64, limit_a));
+    const __m512i hi = _mm512_permutex2var_epi16(Load64<kTail>(b, 0, limit_b), idx, Load64<kTail>(b, 64, limit_b));
+    h = _mm512_mask_blend_epi16(0xff00u, lo, hi);
   } else {
     alignas(64) static constexpr std::int16_t words[32] = {0, 17, 34, 51, 0, 17, 34, 51, 0, 17, 34, 51, 0, 17, 34, 51};
     const __m512i idx = _mm512_load_si512(words);
+    const unsigned char* base[4] = {a, a, b, b};
+    const index_t limit[4] = {limit_a, limit_a, limit_b, limit_b};
     __m512i p[4];
-    for (int i = 0; i < 4; ++i)
-      p[i] = _mm512_permutex2var_epi16(Load64<kTail>(w, 136 * i, limit), idx, Load64<kTail>(w, 136 * i + 64, limit));
+    for (int i = 0; i < 4; ++i) {
+      const index_t at = 136 * (i % 2);
+      p[i] = _mm512_permutex2var_epi16(Load64<kTail>(base[i], at, limit[i]), idx, Load64<kTail>(base[i], at + 64, limit[i]));
+    }
     h = _mm512_mask_blend_epi16(0xff00u, _mm512_mask_blend_epi16(0x00f0u, p[0], p[1]), _mm512_mask_blend_epi16(0xf000u, p[2], p[3]));
   }
   return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+}
+
+// The scales of the sixteen blocks at w, block j in lane j (blocks 8..15 are the second run);
+// kTail: fewer blocks, their bytes ending at w + limit.
+template <bool kQ4, bool kTail = false>
+CT_AVX512_VNNI inline __m512 Scales16(const unsigned char* w, index_t limit = 0) {
+  constexpr index_t run = 8 * (kQ4 ? q4_0_bytes : q8_0_bytes);
+  return ScalesOfHalves<kQ4, kTail>(w, limit, w + run, limit - run);
 }
 
 // lanes = muladd(d_w * d_x, float(isum), lanes) for the sixteen blocks at w (their partials in
@@ -198,6 +210,18 @@ CT_AVX512_VNNI inline __m512 Finish16(const __m512i* part, const unsigned char* 
   return MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), lanes);
 }
 
+// The partials of the first nb blocks at w (activation quants at xq) in `pairs` registers, blocks
+// 2i and 2i + 1 in part[i] as PairPartials leaves them, zeros past nb; reads nothing past them.
+template <bool kQ4>
+CT_AVX512_VNNI inline void TailPartials(const unsigned char* w, const std::int8_t* xq, index_t nb, int pairs, __m512i* part) {
+  constexpr int wbytes = kQ4 ? static_cast<int>(q4_0_bytes) : static_cast<int>(q8_0_bytes);
+  for (int i = 0; i < pairs; ++i) {
+    if (2 * i + 1 < nb) part[i] = PairPartials<kQ4>(w + 2 * i * wbytes, w + (2 * i + 1) * wbytes, xq + 64 * i);
+    else if (2 * i < nb) part[i] = SinglePartials<kQ4>(w + 2 * i * wbytes, xq + 64 * i);
+    else part[i] = _mm512_setzero_si512();
+  }
+}
+
 // Partials16 + Finish16 for the row's last nb < 16 blocks, reading nothing past them (weights, activation
 // quants, scales and sums); the lanes from nb on keep their value.
 template <bool kQ4, bool kFused>
@@ -205,11 +229,7 @@ CT_AVX512_VNNI inline __m512 TailGroup(const unsigned char* w, const std::int8_t
                                        index_t nb, __m512 lanes) {
   constexpr int wbytes = kQ4 ? static_cast<int>(q4_0_bytes) : static_cast<int>(q8_0_bytes);
   __m512i part[8];
-  for (int i = 0; i < 8; ++i) {
-    if (2 * i + 1 < nb) part[i] = PairPartials<kQ4>(w + 2 * i * wbytes, w + (2 * i + 1) * wbytes, xq + 64 * i);
-    else if (2 * i < nb) part[i] = SinglePartials<kQ4>(w + 2 * i * wbytes, xq + 64 * i);
-    else part[i] = _mm512_setzero_si512();
-  }
+  TailPartials<kQ4>(w, xq, nb, 8, part);
   const __mmask16 keep = static_cast<__mmask16>((1u << nb) - 1);
   const __m512i offset = _mm512_madd_epi16(_mm512_maskz_loadu_epi16(static_cast<__mmask32>((1ull << (2 * nb)) - 1), sums),
                                            _mm512_set1_epi16(kQ4 ? 8 : 128));
@@ -221,32 +241,6 @@ CT_AVX512_VNNI inline __m512 TailGroup(const unsigned char* w, const std::int8_t
   return _mm512_mask_mov_ps(lanes, keep, MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), lanes));
 }
 
-// The float16 scales of two rows' tails of nb <= 8 blocks each (their bytes at a and b, nb
-// blocks' worth from each, nothing past them read): a's in lanes 0..7, b's in lanes 8..15,
-// Scales16's permutes with the second row's windows in place of blocks 8..15's.
-template <bool kQ4>
-CT_AVX512_VNNI inline __m512 ScalesOfTwoTails(const unsigned char* a, const unsigned char* b, index_t limit) {
-  __m512i h;
-  if constexpr (kQ4) {
-    alignas(64) static constexpr std::int16_t words[32] = {0, 9, 18, 27, 36, 45, 54, 63, 0, 9, 18, 27, 36, 45, 54, 63};
-    const __m512i idx = _mm512_load_si512(words);
-    const __m512i lo = _mm512_permutex2var_epi16(Load64<true>(a, 0, limit), idx, Load64<true>(a, 64, limit));
-    const __m512i hi = _mm512_permutex2var_epi16(Load64<true>(b, 0, limit), idx, Load64<true>(b, 64, limit));
-    h = _mm512_mask_blend_epi16(0xff00u, lo, hi);
-  } else {
-    alignas(64) static constexpr std::int16_t words[32] = {0, 17, 34, 51, 0, 17, 34, 51, 0, 17, 34, 51, 0, 17, 34, 51};
-    const __m512i idx = _mm512_load_si512(words);
-    const unsigned char* base[4] = {a, a, b, b};
-    __m512i p[4];
-    for (int i = 0; i < 4; ++i) {
-      const index_t at = 136 * (i % 2);
-      p[i] = _mm512_permutex2var_epi16(Load64<true>(base[i], at, limit), idx, Load64<true>(base[i], at + 64, limit));
-    }
-    h = _mm512_mask_blend_epi16(0xff00u, _mm512_mask_blend_epi16(0x00f0u, p[0], p[1]), _mm512_mask_blend_epi16(0xf000u, p[2], p[3]));
-  }
-  return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
-}
-
 // TailGroup for two rows at once, whose tails of nb <= 8 blocks (at wa and wb) share one
 // fold, one offset and one scale step: row a's blocks in lanes 0..7, row b's in 8..15, against
 // the same activation blocks. Lane by lane the same integer sums and float steps as TailGroup
@@ -256,21 +250,14 @@ CT_AVX512_VNNI inline void TailPair(const unsigned char* wa, const unsigned char
                                     const std::int16_t* sums, index_t nb, __m512& la, __m512& lb) {
   constexpr int wbytes = kQ4 ? static_cast<int>(q4_0_bytes) : static_cast<int>(q8_0_bytes);
   __m512i part[8];
-  for (int r = 0; r < 2; ++r) {
-    const unsigned char* w = r == 0 ? wa : wb;
-    for (int i = 0; i < 4; ++i) {
-      __m512i& p = part[4 * r + i];
-      if (2 * i + 1 < nb) p = PairPartials<kQ4>(w + 2 * i * wbytes, w + (2 * i + 1) * wbytes, xq + 64 * i);
-      else if (2 * i < nb) p = SinglePartials<kQ4>(w + 2 * i * wbytes, xq + 64 * i);
-      else p = _mm512_setzero_si512();
-    }
-  }
+  TailPartials<kQ4>(wa, xq, nb, 4, part);
+  TailPartials<kQ4>(wb, xq, nb, 4, part + 4);
   const __mmask8 keep8 = static_cast<__mmask8>((1u << nb) - 1);
   const __m256i tail_sums = _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << (2 * nb)) - 1), sums);
   const __m512i offset = _mm512_madd_epi16(_mm512_broadcast_i64x4(tail_sums), _mm512_set1_epi16(kQ4 ? 8 : 128));
   const __m512i isum = _mm512_sub_epi32(FoldSixteen(part), offset);
   const __m512 dx = _mm512_broadcast_f32x8(_mm256_maskz_loadu_ps(keep8, xd));
-  const __m512 scale = _mm512_mul_ps(ScalesOfTwoTails<kQ4>(wa, wb, nb * wbytes), dx);
+  const __m512 scale = _mm512_mul_ps(ScalesOfHalves<kQ4, true>(wa, nb * wbytes, wb, nb * wbytes), dx);
   const __m512 both = _mm512_shuffle_f32x4(la, lb, _MM_SHUFFLE(1, 0, 1, 0));  // la's lanes 0..7, lb's 0..7
   const __m512 res = MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), both);
   la = _mm512_mask_mov_ps(la, static_cast<__mmask16>(keep8), res);
