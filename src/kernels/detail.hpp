@@ -43,7 +43,7 @@ double lse_result(const lse_state<T>& st, bool simd, bool fused) noexcept;
   void simd_sum(lane_accumulator& acc, const T* x, index_t n, bool streamed);                            \
   void simd_prod(lane_accumulator& acc, const T* x, index_t n);                                          \
   void simd_lse(lse_state<T>& st, const T* x, index_t n, bool fused, bool streamed);                     \
-  void simd_lse_rescale(const T* max, const double* sum, double top, double* out, bool fused) noexcept;   \
+  double simd_lse_combine(const T* max, const double* sum, const T* part, double* out, bool fused) noexcept; \
   void simd_max(extreme_state<T>& st, const T* x, index_t n, index_t first_index, bool with_index,       \
                 bool streamed);                                                                          \
   void simd_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index, bool with_index,       \

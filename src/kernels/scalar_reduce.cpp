@@ -134,23 +134,23 @@ void scalar_lse(lse_state<T>& st, const T* x, index_t n) {
 
 template <class T>
 double lse_result(const lse_state<T>& st, bool simd, bool fused) noexcept {
+  // The lanes rescaled to the common reference top and added by the lane sums' fixed tree. A
+  // lane at -inf (nothing or only -inf fed) contributes s * 0 = 0.
+  lane_accumulator rescaled;
+  if (simd) {
+    const double top = simd_lse_combine(st.max, st.sum, st.part, rescaled.lane, fused);
+    if (!std::isfinite(top)) return top;  // NaN; -inf: every element was -inf; +inf: one was +inf
+    return top + std::log(sum_result(rescaled));
+  }
   double top = -std::numeric_limits<double>::infinity();
   for (int i = 0; i < reduce_lanes; ++i) {
     const double m = static_cast<double>(st.max[i]);
     if (m != m || st.sum[i] != st.sum[i] || st.part[i] != st.part[i]) return std::numeric_limits<double>::quiet_NaN();
     top = std::max(top, m);
   }
-  if (std::isinf(top)) return top;  // -inf: every element was -inf; +inf: one was +inf
-  // The lanes rescaled to the common reference and added by the lane sums' fixed tree. A lane
-  // at -inf (nothing or only -inf fed) contributes s * 0 = 0.
-  double sums[reduce_lanes];
-  for (int i = 0; i < reduce_lanes; ++i) sums[i] = st.sum[i] + static_cast<double>(st.part[i]);
-  lane_accumulator rescaled;
-  if (simd) {
-    simd_lse_rescale(st.max, sums, top, rescaled.lane, fused);  // 32 library exps were 10% of a row of 4096
-  } else {
-    for (int i = 0; i < reduce_lanes; ++i) rescaled.lane[i] = sums[i] * std::exp(static_cast<double>(st.max[i]) - top);
-  }
+  if (std::isinf(top)) return top;
+  for (int i = 0; i < reduce_lanes; ++i)
+    rescaled.lane[i] = (st.sum[i] + static_cast<double>(st.part[i])) * std::exp(static_cast<double>(st.max[i]) - top);
   return top + std::log(sum_result(rescaled));
 }
 

@@ -156,3 +156,35 @@ TEST_CASE("the exp family is bitwise the same on every target with hardware FMA"
       }
     }
 }
+
+// logsumexp's rescale factors skip computing e^x below exp's clamp (-104 float, -746 double;
+// computing it underflows, which costs a microcode assist on Intel cores) and give 0 there.
+// That keeps exp's bits only if exp itself gives exactly +0 from the clamp down, on every
+// target: pinned here, together with the neighbours just above the clamp (subnormal or 0).
+TEST_CASE("exp from its lower clamp down is exactly +0 on every target", "[kernels][targets]") {
+  const float finf = std::numeric_limits<float>::infinity();
+  const double dinf = std::numeric_limits<double>::infinity();
+  const std::vector<float> xf{-104.0f, -104.5f, -1e4f, -3e38f, -finf};
+  const std::vector<double> xd{-746.0, -746.5, -1e5, -1e300, -dinf};
+  for (std::int64_t t : k::simd_available_targets()) {
+    pinned_target pin(t);
+    for (const auto& s : simd_settings()) {
+      INFO(k::simd_target_label(t) << " " << describe(s));
+      std::vector<float> yf(xf.size(), 1.0f);
+      std::vector<double> yd(xd.size(), 1.0);
+      k::unary(unary_op::exp, xf.data(), yf.data(), static_cast<index_t>(xf.size()), s);
+      k::unary(unary_op::exp, xd.data(), yd.data(), static_cast<index_t>(xd.size()), s);
+      for (float y : yf) CHECK(same_bits(y, 0.0f));
+      for (double y : yd) CHECK(same_bits(y, 0.0));
+      // just above the clamp e^x is below half the smallest subnormal too, or a subnormal
+      float above_f = -103.9f;
+      double above_d = -745.0;
+      k::unary(unary_op::exp, &above_f, &above_f, 1, s);
+      k::unary(unary_op::exp, &above_d, &above_d, 1, s);
+      CHECK(above_f >= 0.0f);
+      CHECK(above_f < std::numeric_limits<float>::min());
+      CHECK(above_d > 0.0);
+      CHECK(above_d < std::numeric_limits<double>::min());
+    }
+  }
+}
