@@ -98,9 +98,10 @@ TEST_CASE("logsumexp online normalizer: the cut into calls does not change the b
     for (const auto& [name, x] : hard_rows<float>(1000, 7)) {
       INFO(ct_test_kernels::describe(s) << " " << name);
       const double whole = lse_of(x, s);
-      // pieces that start and end inside rounds and blocks (a block is 128 elements)
+      // pieces that start and end inside rounds and blocks (a block is 32 x lse_block_rounds = 256
+      // elements)
       for (const std::vector<index_t>& cuts :
-           {std::vector<index_t>{1}, {5, 27, 3}, {31, 1, 96}, {128, 128}, {100, 13, 200, 1}, {33, 33, 33, 33, 33}}) {
+           {std::vector<index_t>{1}, {5, 27, 3}, {31, 1, 96}, {128, 128}, {256, 300}, {100, 13, 200, 1}, {33, 33, 33, 33, 33}}) {
         const double cut = lse_of(x, s, cuts);
         CHECK(std::memcmp(&cut, &whole, sizeof cut) == 0);
       }
