@@ -381,14 +381,20 @@ struct matrix_data {
   std::vector<double> ref;
 };
 
-workload make_softmax(index_t rows, index_t cols, bool log, benchmark::TimeUnit unit, std::uint64_t seed) {
+// causal: row r keeps its first 1 + r * cols / rows elements and the rest are -inf (an
+// attention score matrix under a causal mask, about half of it masked).
+workload make_softmax(index_t rows, index_t cols, bool log, benchmark::TimeUnit unit, std::uint64_t seed,
+                      bool causal = false) {
   auto d = std::make_shared<matrix_data>();
   d->rows = rows;
   d->cols = cols;
   d->x = ct::random_uniform<float>({rows, cols}, seed, -4.0f, 4.0f);
+  if (causal)
+    for (index_t r = 0; r < rows; ++r)
+      for (index_t j = 1 + r * cols / rows; j < cols; ++j) d->x.data()[r * cols + j] = -INFINITY;
   d->y = ct::tensor<float>({rows, cols});
   workload w;
-  w.name = std::string(log ? "log_softmax_" : "softmax_") + shape_name(rows, cols);
+  w.name = std::string(log ? "log_softmax_" : causal ? "softmax_causal_" : "softmax_") + shape_name(rows, cols);
   w.bytes = 2.0 * static_cast<double>(rows * cols) * 4;
   w.unit = unit;
   w.poison = [d] { poison(d->y); };
@@ -968,6 +974,7 @@ int main(int argc, char** argv) {
   constexpr auto ms = benchmark::kMillisecond, us = benchmark::kMicrosecond;
   all.push_back(make_softmax(4096, 4096, false, ms, 11));
   all.push_back(make_softmax(4096, 4096, true, ms, 12));
+  all.push_back(make_softmax(2048, 2048, false, ms, 25, true));
   all.push_back(make_layer_norm(8192, 1024, ms, 13));
   all.push_back(make_reduction(row_op::logsumexp, 4096, 4096, 14));
   all.push_back(make_argmax(4096, 4096, 15));

@@ -139,6 +139,21 @@ HWY_INLINE __m256 ScaleFRaw(__m256 v, __m256 k) { return _mm256_scalef_ps(v, k);
 HWY_INLINE __m256d ScaleFRaw(__m256d v, __m256d k) { return _mm256_scalef_pd(v, k); }
 HWY_INLINE __m128 ScaleFRaw(__m128 v, __m128 k) { return _mm_scalef_ps(v, k); }
 HWY_INLINE __m128d ScaleFRaw(__m128d v, __m128d k) { return _mm_scalef_pd(v, k); }
+// The lanes of x not below lo (a NaN counts as not below), and vscalef under such a mask with
+// +0 in the other lanes: a masked-off lane is not computed, so it cannot underflow (which
+// costs a microcode assist on Intel cores).
+HWY_INLINE __mmask16 NotBelowRaw(__m512 x, __m512 lo) { return _mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ); }
+HWY_INLINE __mmask8 NotBelowRaw(__m512d x, __m512d lo) { return _mm512_cmp_pd_mask(x, lo, _CMP_NLT_UQ); }
+HWY_INLINE __mmask8 NotBelowRaw(__m256 x, __m256 lo) { return _mm256_cmp_ps_mask(x, lo, _CMP_NLT_UQ); }
+HWY_INLINE __mmask8 NotBelowRaw(__m256d x, __m256d lo) { return _mm256_cmp_pd_mask(x, lo, _CMP_NLT_UQ); }
+HWY_INLINE __mmask8 NotBelowRaw(__m128 x, __m128 lo) { return _mm_cmp_ps_mask(x, lo, _CMP_NLT_UQ); }
+HWY_INLINE __mmask8 NotBelowRaw(__m128d x, __m128d lo) { return _mm_cmp_pd_mask(x, lo, _CMP_NLT_UQ); }
+HWY_INLINE __m512 ScaleFZeroRaw(__mmask16 m, __m512 v, __m512 k) { return _mm512_maskz_scalef_ps(m, v, k); }
+HWY_INLINE __m512d ScaleFZeroRaw(__mmask8 m, __m512d v, __m512d k) { return _mm512_maskz_scalef_pd(m, v, k); }
+HWY_INLINE __m256 ScaleFZeroRaw(__mmask8 m, __m256 v, __m256 k) { return _mm256_maskz_scalef_ps(m, v, k); }
+HWY_INLINE __m256d ScaleFZeroRaw(__mmask8 m, __m256d v, __m256d k) { return _mm256_maskz_scalef_pd(m, v, k); }
+HWY_INLINE __m128 ScaleFZeroRaw(__mmask8 m, __m128 v, __m128 k) { return _mm_maskz_scalef_ps(m, v, k); }
+HWY_INLINE __m128d ScaleFZeroRaw(__mmask8 m, __m128d v, __m128d k) { return _mm_maskz_scalef_pd(m, v, k); }
 #endif
 
 template <class D>
