@@ -38,10 +38,26 @@ HWY_INLINE V ExpNegAbs(D d, V x) {
   return ExpPoly<kFused>(d, hn::Neg(hn::Abs(x)));
 }
 
+/// x capped at the argument beyond which exp(-x) no longer changes 1 + exp(-x) (80 float,
+/// 700 double: exp(-cap) is still a normal number, far below half an ulp of 1). Sigmoid, silu
+/// and gelu take exp(-|t|) for positive t only through 1 + exp(-|t|), so capping t first gives
+/// the same bits without computing a subnormal exp(-t), which costs a microcode assist on
+/// Intel cores (sigmoid of values in [100, 300] ran 16x slower than in [-3, 3]). A NaN stays.
+template <class D, class V>
+HWY_INLINE V CapForOnePlusExp(D d, V t) {
+  using T = hn::TFromD<D>;
+  const V cap = hn::Set(d, sizeof(T) == 4 ? T(80) : T(700));
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_EMU128 && HWY_TARGET != HWY_SCALAR
+  return hn::Min(cap, t);  // x86 min returns its second operand when either is NaN: t
+#else
+  return hn::IfThenElse(hn::Gt(t, cap), cap, t);
+#endif
+}
+
 template <bool kFused, class D, class V>
 HWY_INLINE V Sigmoid(D d, V x) {
   const V one = hn::Set(d, 1);
-  const V e = ExpNegAbs<kFused>(d, x);
+  const V e = ExpNegAbs<kFused>(d, CapForOnePlusExp(d, x));
   const V num = hn::IfThenElse(hn::Ge(x, hn::Zero(d)), one, e);
   return hn::Div(num, hn::Add(one, e));  // NaN: e is NaN, so is the quotient
 }
@@ -66,8 +82,10 @@ inline constexpr T sigmoid_scale = sizeof(T) == 4 ? T(64) : T(128);
 template <bool kFused, class D, class V>
 HWY_INLINE V Silu(D d, V x) {
   using T = hn::TFromD<D>;
-  const V m = hn::Neg(hn::Abs(x));
-  const V e_s = ExpScaled<kFused>(d, m, hn::Zero(d), sigmoid_scale<T>);
+  const V m = hn::Neg(hn::Abs(CapForOnePlusExp(d, x)));
+  // From x = -120 (float) / -760 (double) down silu rounds to -0 (|x| e^x is below half the
+  // smallest subnormal): exp is not scaled there, so neither it nor the result underflows.
+  const V e_s = ExpScaled<kFused>(d, m, hn::Zero(d), sigmoid_scale<T>, sizeof(T) == 4 ? T(-120) : T(-760));
   const V y = TimesSigmoid(d, x, x, e_s, sigmoid_scale<T>);
   // silu(-inf) is the limit -0 (the formula gives -inf * 0).
   return hn::IfThenElse(hn::Eq(x, hn::Set(d, -std::numeric_limits<T>::infinity())), hn::Set(d, T(-0.0)), y);
@@ -101,7 +119,12 @@ HWY_INLINE VD GeluDouble(DD dd, VD x) {
   // exp(-|t + t_lo|), with t_lo's sign flipped along with t's.
   const auto t_neg = hn::Lt(t, hn::Zero(dd));
   constexpr double scale = sigmoid_scale<double>;
-  const VD e_s = ExpScaled<kFused>(dd, hn::Neg(hn::Abs(t)), hn::IfThenElse(t_neg, t_lo, hn::Neg(t_lo)), scale);
+  // A float result (!kExtended) is -0 from t = -700 down (|x| <= 40 times e^t is far below
+  // float's smallest subnormal) and exp is not scaled there; a double result has real
+  // subnormals down to exp's clamp.
+  constexpr double zero_below = kExtended ? exp_constants<double>::exp_min - scale : -700.0;
+  const VD e_s = ExpScaled<kFused>(dd, hn::Neg(hn::Abs(CapForOnePlusExp(dd, t))),
+                                   hn::IfThenElse(t_neg, t_lo, hn::Neg(t_lo)), scale, zero_below);
   const VD y = TimesSigmoid(dd, x, t, e_s, scale);
   const VD inf = hn::Set(dd, std::numeric_limits<double>::infinity());
   const VD at_inf = hn::IfThenElse(hn::Gt(x, hn::Zero(dd)), inf, hn::Set(dd, -0.0));

@@ -78,14 +78,26 @@ HWY_INLINE V ExpReduce(D d, V x, V& k) {
 /// an argument held as hi + lo; it joins r after the exact reduction step). Callers that
 /// multiply a subnormal e^x by something use the scaled value, so the only rounding into the
 /// subnormal range comes last.
+/// The callers pass x <= 0 or NaN (exp(-|t|) for silu and gelu). Below zero_below (at least
+/// exp_min - scale, where the clamp makes the result +0 anyway; a caller whose own result is
+/// ±0 from a higher x down may pass that x) the result is +0 without being scaled, so it
+/// cannot underflow (a microcode assist on Intel cores).
 template <bool kFused, class D, class V>
-HWY_INLINE V ExpScaled(D d, V x, V x_lo, hn::TFromD<D> scale) {
+HWY_INLINE V ExpScaled(D d, V x, V x_lo, hn::TFromD<D> scale, hn::TFromD<D> zero_below) {
   using C = exp_constants<hn::TFromD<D>>;
+#if CT_KERNELS_HAVE_SCALEF
+  // No clamp: the lanes it would cut are masked off the final scaling (ScaleByPow2Above), and
+  // their garbage on the way (-inf - -inf) is dropped there; x <= 0 needs no upper clamp.
+  const V xc = x;
+#else
   // The clamp only cuts where the result is 0 / inf anyway (a scale of 2^s needs s*ln2 < s more).
   const V xc = hn::Min(hn::Max(x, hn::Set(d, C::exp_min - scale)), hn::Set(d, C::exp_max));
+#endif
   V k;
   const V r = hn::Add(ExpReduce<kFused>(d, xc, k), x_lo);
-  const V e = ScaleByPow2(d, hn::Add(hn::Set(d, 1), ExpM1Reduced<kFused>(d, r)), hn::Add(k, hn::Set(d, scale)));
+  // below the clamp the scaled result is +0: not scaled (ScaleByPow2Above, no underflow assist)
+  const V e = ScaleByPow2Above(d, hn::Add(hn::Set(d, 1), ExpM1Reduced<kFused>(d, r)), hn::Add(k, hn::Set(d, scale)), x,
+                               zero_below);
   return hn::IfThenElse(hn::IsNaN(x), x, e);
 }
 
@@ -196,15 +208,8 @@ HWY_INLINE V Exp(D d, V x) {
   out.raw = ScaleFZeroRaw(keep, e.raw, m.raw);  // vscalef applies 2^floor(m); +0 below exp_min
   return out;
 #else
-  // The same on the other targets, off the common path: when some lane's scale is beyond
-  // ScaleByPow2's one-multiplication range, the lanes below exp_min scale +0 (no underflow).
-  const V fm = hn::Floor(m);
-  using T = hn::TFromD<D>;
-  V scaled;
-  if (HWY_LIKELY(hn::AllTrue(d, hn::Le(hn::Abs(fm), hn::Set(d, sizeof(T) == 4 ? T(120) : T(1000))))))
-    scaled = hn::Mul(e, Pow2(d, fm));
-  else
-    scaled = ScaleByPow2(d, hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, C::exp_min)), e), fm);
+  // the other targets zero those lanes on their rarely taken two-factor scaling
+  const V scaled = ScaleByPow2Above(d, e, hn::Floor(m), x, C::exp_min);
   if constexpr (kBelowMax) return scaled;
   else return hn::IfThenElse(hn::IsNaN(x), x, scaled);
 #endif
@@ -225,13 +230,19 @@ HWY_INLINE V ExpOrZero(D d, V x) {
 /// e^x by the polynomial over |r| <= ln2/2 (degree 7 float, 13 double). exp itself uses the
 /// table (Exp); sigmoid keeps this one, whose errors are smaller on average: the table's
 /// rounded entries moved float sigmoid's maximum error from 2.17 to 2.63 ulp.
+/// The callers pass x <= 0 or NaN (exp(-|x|) for sigmoid).
 template <bool kFused, class D, class V>
 HWY_INLINE V ExpPoly(D d, V x) {
   V k;
-  const V r = ExpReduce<kFused>(d, ExpClamp(d, x), k);
-  const V e = ScaleByPow2(d, hn::Add(hn::Set(d, 1), ExpM1Reduced<kFused>(d, r)), k);
 #if CT_KERNELS_HAVE_SCALEF
-  return e;  // a NaN came through (ExpClamp)
+  const V r = ExpReduce<kFused>(d, x, k);  // no clamp, as in ExpScaled
+#else
+  const V r = ExpReduce<kFused>(d, ExpClamp(d, x), k);
+#endif
+  const V e = ScaleByPow2Above(d, hn::Add(hn::Set(d, 1), ExpM1Reduced<kFused>(d, r)), k, x,
+                               exp_constants<hn::TFromD<D>>::exp_min);  // +0 below the clamp, unscaled
+#if CT_KERNELS_HAVE_SCALEF
+  return e;  // a NaN came through
 #else
   return hn::IfThenElse(hn::IsNaN(x), x, e);
 #endif

@@ -130,12 +130,19 @@ TEST_CASE("the exp family is bitwise the same on every target with hardware FMA"
     const double lo = i % 3 == 0 ? -110.0 : -760.0, hi = i % 3 == 0 ? 100.0 : 720.0;
     xd[static_cast<size_t>(i)] = r.uniform(lo, hi);
     xf[static_cast<size_t>(i)] = static_cast<float>(r.uniform(i % 2 ? -1.0 : -110.0, i % 2 ? 1.0 : 100.0));
+    // every seventh: far out, where the functions skip exp's underflowing lanes (AVX-512 masks
+    // them, the other targets zero them or cap the argument), which must not change the bits
+    if (i % 7 == 6) {
+      xd[static_cast<size_t>(i)] = r.uniform(-3000.0, 3000.0);
+      xf[static_cast<size_t>(i)] = static_cast<float>(r.uniform(-400.0, 400.0));
+    }
   }
   xf[0] = std::numeric_limits<float>::quiet_NaN();
   xf[1] = -103.5f;  // deep in the subnormal results
   xf[2] = 88.7f;    // next to overflow
   for (const auto& s : simd_settings())
-    for (unary_op op : {unary_op::exp, unary_op::expm1, unary_op::sigmoid, unary_op::tanh, unary_op::silu, unary_op::gelu}) {
+    for (unary_op op : {unary_op::exp, unary_op::expm1, unary_op::sigmoid, unary_op::tanh, unary_op::silu, unary_op::gelu,
+                        unary_op::erf, unary_op::erfc}) {
       std::vector<float> ref_f(static_cast<size_t>(n)), yf(static_cast<size_t>(n));
       std::vector<double> ref_d(static_cast<size_t>(n)), yd(static_cast<size_t>(n));
       {
@@ -203,6 +210,52 @@ TEST_CASE("exp from its lower clamp down is exactly +0 on every target", "[kerne
       CHECK(above_f < std::numeric_limits<float>::min());
       CHECK(above_d > 0.0);
       CHECK(above_d < std::numeric_limits<double>::min());
+    }
+  }
+}
+
+// Far from zero the activations and erfc give their limits (correctly rounded values, not
+// ct's: sigmoid 1 or +0, silu and gelu x or -0, erfc 2 or +0) on every target, where they now
+// skip the exp that underflowed there (capped arguments, unscaled lanes).
+TEST_CASE("sigmoid, silu, gelu and erfc far from zero give their limits on every target", "[kernels][targets]") {
+  struct limit_case {
+    unary_op op;
+    double x, want;
+  };
+  const double neg0 = -0.0;
+  const std::vector<limit_case> float_cases{
+      {unary_op::sigmoid, 90, 1},     {unary_op::sigmoid, 300, 1},   {unary_op::sigmoid, -120, 0},
+      {unary_op::sigmoid, -300, 0},   {unary_op::silu, 90, 90},      {unary_op::silu, 300, 300},
+      {unary_op::silu, -200, neg0},   {unary_op::silu, -3000, neg0}, {unary_op::gelu, 30, 30},
+      {unary_op::gelu, 300, 300},     {unary_op::gelu, -30, neg0},   {unary_op::gelu, -300, neg0},
+      {unary_op::erfc, -5, 2},        {unary_op::erfc, -12, 2},      {unary_op::erfc, -300, 2},
+      {unary_op::erfc, 12, 0}};
+  const std::vector<limit_case> double_cases{
+      {unary_op::sigmoid, 720, 1},    {unary_op::sigmoid, 3000, 1},  {unary_op::sigmoid, -760, 0},
+      {unary_op::sigmoid, -3000, 0},  {unary_op::silu, 720, 720},    {unary_op::silu, 3000, 3000},
+      {unary_op::silu, -1000, neg0},  {unary_op::silu, -1e5, neg0},  {unary_op::gelu, 60, 60},
+      {unary_op::gelu, 3000, 3000},   {unary_op::gelu, -60, neg0},   {unary_op::gelu, -3000, neg0},
+      {unary_op::erfc, -7, 2},        {unary_op::erfc, -30, 2},      {unary_op::erfc, -3000, 2},
+      {unary_op::erfc, 30, 0}};
+  for (std::int64_t t : k::simd_available_targets()) {
+    pinned_target pin(t);
+    for (const auto& s : simd_settings()) {
+      for (const limit_case& c : float_cases) {
+        INFO(k::simd_target_label(t) << " " << describe(s) << " float op " << static_cast<int>(c.op) << " x " << c.x);
+        std::vector<float> x(33, static_cast<float>(c.x)), y(33);
+        x[5] = 0.25f;  // an ordinary lane beside them
+        k::unary(c.op, x.data(), y.data(), 33, s);
+        CHECK(same_bits(y[0], static_cast<float>(c.want)));
+        CHECK(same_bits(y[32], static_cast<float>(c.want)));
+      }
+      for (const limit_case& c : double_cases) {
+        INFO(k::simd_target_label(t) << " " << describe(s) << " double op " << static_cast<int>(c.op) << " x " << c.x);
+        std::vector<double> x(33, c.x), y(33);
+        x[5] = 0.25;
+        k::unary(c.op, x.data(), y.data(), 33, s);
+        CHECK(same_bits(y[0], c.want));
+        CHECK(same_bits(y[32], c.want));
+      }
     }
   }
 }
