@@ -179,29 +179,42 @@ HWY_INLINE void LseRounds(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RE
   // goes round by round, as above). Each lane sees the same operations either way; the branch
   // per vector and exp's overflow clamp (x - m <= 8 here) had cost 21% of the loop.
   constexpr index_t kBlock = reduce_lanes * lse_block_rounds;
-  index_t i = 0;
-  for (; i < n && done != 0; i += reduce_lanes) round(i);
-  for (; i + kBlock <= n; i += kBlock) {
-    if constexpr (kStreamed) PrefetchAhead<kBlock * sizeof(T)>(x + i);
+  // Rounds kFirst.. of the block at x + at: all tested first, then the fast steps back to back,
+  // or round by round if any element fails.
+  const auto block_from = [&](index_t at, auto first) HWY_ATTR __attribute__((always_inline)) {
+    constexpr size_t kFirst = decltype(first)::value * kVecs;  // the first vector
+    if constexpr (kStreamed) PrefetchAhead<kBlock * sizeof(T)>(x + at);
     // one chain of tests per reference vector, joined at the end (short dependency chains)
     hn::Mask<typename P::DT> ok[kVecs];
     HWY_UNROLL(16)
-    for (size_t j = 0; j < kVecs; ++j) ok[j] = hn::Le(hn::LoadU(d, x + i + j * N), limit[j]);
+    for (size_t j = 0; j < kVecs; ++j) ok[j] = hn::Le(hn::LoadU(d, x + at + (kFirst + j) * N), limit[j]);
     HWY_UNROLL(16)
-    for (size_t k = kVecs; k < kVecs * lse_block_rounds; ++k)
-      ok[k % kVecs] = AndLe(d, ok[k % kVecs], hn::LoadU(d, x + i + k * N), limit[k % kVecs]);
+    for (size_t k = kFirst + kVecs; k < kVecs * lse_block_rounds; ++k)
+      ok[k % kVecs] = AndLe(d, ok[k % kVecs], hn::LoadU(d, x + at + k * N), limit[k % kVecs]);
     HWY_UNROLL(16)
     for (size_t j = 1; j < kVecs; ++j) ok[0] = hn::And(ok[0], ok[j]);
     if (HWY_UNLIKELY(!finite || !hn::AllTrue(d, ok[0]))) {
-      for (int r = 0; r < lse_block_rounds; ++r) round(i + r * reduce_lanes);
-      continue;
+      for (int r = static_cast<int>(decltype(first)::value); r < lse_block_rounds; ++r) round(at + r * reduce_lanes);
+      return;
     }
     HWY_UNROLL(16)
-    for (size_t k = 0; k < kVecs * lse_block_rounds; ++k)
-      p[k % kVecs] = hn::Add(p[k % kVecs], Exp<kFused, true>(d, hn::Sub(hn::LoadU(d, x + i + k * N), m[k % kVecs])));
+    for (size_t k = kFirst; k < kVecs * lse_block_rounds; ++k)
+      p[k % kVecs] = hn::Add(p[k % kVecs], Exp<kFused, true>(d, hn::Sub(hn::LoadU(d, x + at + k * N), m[k % kVecs])));
     HWY_UNROLL(16)
     for (size_t j = 0; j < kVecs; ++j) Flush<T>(s + j * P::kParts, p[j]);
+    done = 0;
+  };
+  index_t i = 0;
+  for (; i < n && done != 0; i += reduce_lanes) round(i);
+  // A row's first round moves every lane's reference from -inf (the general step); the rest of
+  // its block then goes as any block does, not round by round (rows of 4096 in L2: 4-8%
+  // faster on a Xeon 6 guest).
+  if (!finite && i + kBlock <= n) {
+    round(i);
+    block_from(i, std::integral_constant<int, 1>());
+    i += kBlock;
   }
+  for (; i + kBlock <= n; i += kBlock) block_from(i, std::integral_constant<int, 0>());
   for (; i < n; i += reduce_lanes) round(i);
   for (size_t j = 0; j < kVecs; ++j) hn::StoreU(m[j], d, mx + j * N);
   for (size_t j = 0; j < kVecs; ++j) hn::StoreU(p[j], d, px + j * N);
