@@ -179,6 +179,7 @@ HWY_INLINE void LseRounds(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RE
   // goes round by round, as above). Each lane sees the same operations either way; the branch
   // per vector and exp's overflow clamp (x - m <= 8 here) had cost 21% of the loop.
   constexpr index_t kBlock = reduce_lanes * lse_block_rounds;
+  static_assert(lse_block_rounds >= 2, "block_from(i, 1) takes the rounds after a block's first");
   // Rounds kFirst.. of the block at x + at: all tested first, then the fast steps back to back,
   // or round by round if any element fails.
   const auto block_from = [&](index_t at, auto first) HWY_ATTR __attribute__((always_inline)) {

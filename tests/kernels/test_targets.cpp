@@ -229,14 +229,18 @@ TEST_CASE("sigmoid, silu, gelu and erfc far from zero give their limits on every
       {unary_op::silu, -200, neg0},   {unary_op::silu, -3000, neg0}, {unary_op::gelu, 30, 30},
       {unary_op::gelu, 300, 300},     {unary_op::gelu, -30, neg0},   {unary_op::gelu, -300, neg0},
       {unary_op::erfc, -5, 2},        {unary_op::erfc, -12, 2},      {unary_op::erfc, -300, 2},
-      {unary_op::erfc, 12, 0}};
+      {unary_op::erfc, 12, 0},
+      // the bands where the unscaled lanes begin (silu from -120, float gelu from 2u = -700):
+      // between there and exp's clamp the old code scaled a tiny exp and rounded to -0
+      {unary_op::silu, -121, neg0},   {unary_op::silu, -150, neg0},  {unary_op::silu, -167, neg0},
+      {unary_op::gelu, -21.5, neg0},  {unary_op::gelu, -22.5, neg0}};
   const std::vector<limit_case> double_cases{
       {unary_op::sigmoid, 720, 1},    {unary_op::sigmoid, 3000, 1},  {unary_op::sigmoid, -760, 0},
       {unary_op::sigmoid, -3000, 0},  {unary_op::silu, 720, 720},    {unary_op::silu, 3000, 3000},
       {unary_op::silu, -1000, neg0},  {unary_op::silu, -1e5, neg0},  {unary_op::gelu, 60, 60},
       {unary_op::gelu, 3000, 3000},   {unary_op::gelu, -60, neg0},   {unary_op::gelu, -3000, neg0},
       {unary_op::erfc, -7, 2},        {unary_op::erfc, -30, 2},      {unary_op::erfc, -3000, 2},
-      {unary_op::erfc, 30, 0}};
+      {unary_op::erfc, 30, 0},        {unary_op::silu, -761, neg0},  {unary_op::silu, -870, neg0}};
   for (std::int64_t t : k::simd_available_targets()) {
     pinned_target pin(t);
     for (const auto& s : simd_settings()) {
