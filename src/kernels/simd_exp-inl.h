@@ -178,9 +178,8 @@ HWY_INLINE V Exp(D d, V x) {
   // Below exp_min (-inf included) e^x rounds to +0. Rather than clamping such an x to exp_min
   // (whose e^x underflows in vscalef: a microcode assist on Intel cores, which made a softmax
   // row half masked with -inf 5.8x slower on a Xeon 6), its lane is masked off the final
-  // scaling: the same bits, and the compare costs what the clamp did. The lane's values on
-  // the way are garbage (-inf - -inf: NaN) and dropped.
-  const auto keep = NotBelowRaw(x.raw, hn::Set(d, C::exp_min).raw);
+  // scaling (ScaleByPow2Above): the same bits, and the compare costs what the clamp did. The
+  // lane's values on the way are garbage (-inf - -inf: NaN) and dropped.
   if constexpr (kBelowMax) xc = x;
   else xc = hn::Min(hn::Set(d, C::exp_max), x);  // x second: a NaN passes (ExpClamp)
 #else
@@ -204,9 +203,7 @@ HWY_INLINE V Exp(D d, V x) {
   const V e = Fma<kFused>(tab, p, tab);
   const V m = hn::Mul(k, hn::Set(d, T(1) / n));  // exact; its floor is m
 #if CT_KERNELS_HAVE_SCALEF
-  V out;
-  out.raw = ScaleFZeroRaw(keep, e.raw, m.raw);  // vscalef applies 2^floor(m); +0 below exp_min
-  return out;
+  return ScaleByPow2Above(d, e, m, x, C::exp_min);  // vscalef applies 2^floor(m); +0 below exp_min
 #else
   // the other targets zero those lanes on their rarely taken two-factor scaling
   const V scaled = ScaleByPow2Above(d, e, hn::Floor(m), x, C::exp_min);

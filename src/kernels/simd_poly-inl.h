@@ -156,6 +156,25 @@ HWY_INLINE __m128 ScaleFZeroRaw(__mmask8 m, __m128 v, __m128 k) { return _mm_mas
 HWY_INLINE __m128d ScaleFZeroRaw(__mmask8 m, __m128d v, __m128d k) { return _mm_maskz_scalef_pd(m, v, k); }
 #endif
 
+#if !CT_KERNELS_HAVE_SCALEF
+/// Whether one factor 2^k scales every lane (|k| moderate: 2^k representable, and the callers'
+/// products then normal).
+template <class D>
+HWY_INLINE bool OneFactorScales(D d, hn::Vec<D> k) {
+  using T = hn::TFromD<D>;
+  return hn::AllTrue(d, hn::Le(hn::Abs(k), hn::Set(d, sizeof(T) == 4 ? T(120) : T(1000))));
+}
+
+/// v * 2^k in two factors, each representable, whose first product stays exact.
+template <class D>
+HWY_INLINE hn::Vec<D> ScaleByTwoFactors(D d, hn::Vec<D> v, hn::Vec<D> k) {
+  using T = hn::TFromD<D>;
+  const auto k1 = hn::Floor(hn::Mul(k, hn::Set(d, T(0.5))));
+  const auto k2 = hn::Sub(k, k1);
+  return hn::Mul(hn::Mul(v, Pow2(d, k1)), Pow2(d, k2));
+}
+#endif
+
 template <class D>
 HWY_INLINE hn::Vec<D> ScaleByPow2(D d, hn::Vec<D> v, hn::Vec<D> k) {
 #if CT_KERNELS_HAVE_SCALEF
@@ -164,12 +183,8 @@ HWY_INLINE hn::Vec<D> ScaleByPow2(D d, hn::Vec<D> v, hn::Vec<D> k) {
   r.raw = ScaleFRaw(v.raw, k.raw);
   return r;
 #else
-  using T = hn::TFromD<D>;
-  const auto moderate = hn::Le(hn::Abs(k), hn::Set(d, sizeof(T) == 4 ? T(120) : T(1000)));
-  if (HWY_LIKELY(hn::AllTrue(d, moderate))) return hn::Mul(v, Pow2(d, k));
-  const auto k1 = hn::Floor(hn::Mul(k, hn::Set(d, T(0.5))));
-  const auto k2 = hn::Sub(k, k1);
-  return hn::Mul(hn::Mul(v, Pow2(d, k1)), Pow2(d, k2));
+  if (HWY_LIKELY(OneFactorScales(d, k))) return hn::Mul(v, Pow2(d, k));
+  return ScaleByTwoFactors(d, v, k);
 #endif
 }
 
@@ -186,10 +201,8 @@ HWY_INLINE hn::Vec<D> ScaleByPow2Above(D d, hn::Vec<D> v, hn::Vec<D> k, hn::Vec<
   r.raw = ScaleFZeroRaw(NotBelowRaw(x.raw, hn::Set(d, lo).raw), v.raw, k.raw);
   return r;
 #else
-  using T = hn::TFromD<D>;
-  if (HWY_LIKELY(hn::AllTrue(d, hn::Le(hn::Abs(k), hn::Set(d, sizeof(T) == 4 ? T(120) : T(1000))))))
-    return hn::Mul(v, Pow2(d, k));
-  return ScaleByPow2(d, hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, lo)), v), k);
+  if (HWY_LIKELY(OneFactorScales(d, k))) return hn::Mul(v, Pow2(d, k));
+  return ScaleByTwoFactors(d, hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, lo)), v), k);
 #endif
 }
 

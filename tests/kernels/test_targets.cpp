@@ -241,25 +241,24 @@ TEST_CASE("sigmoid, silu, gelu and erfc far from zero give their limits on every
       {unary_op::gelu, 3000, 3000},   {unary_op::gelu, -60, neg0},   {unary_op::gelu, -3000, neg0},
       {unary_op::erfc, -7, 2},        {unary_op::erfc, -30, 2},      {unary_op::erfc, -3000, 2},
       {unary_op::erfc, 30, 0},        {unary_op::silu, -761, neg0},  {unary_op::silu, -870, neg0}};
+  // each case in a vector of 33 with one ordinary lane beside it
+  const auto check = [](const std::vector<limit_case>& cases, auto tag, const ct::settings& s, const std::string& where) {
+    using T = decltype(tag);
+    for (const limit_case& c : cases) {
+      INFO(where << (sizeof(T) == 4 ? " float" : " double") << " op " << static_cast<int>(c.op) << " x " << c.x);
+      std::vector<T> x(33, static_cast<T>(c.x)), y(33);
+      x[5] = T(0.25);
+      k::unary(c.op, x.data(), y.data(), 33, s);
+      CHECK(same_bits(y[0], static_cast<T>(c.want)));
+      CHECK(same_bits(y[32], static_cast<T>(c.want)));
+    }
+  };
   for (std::int64_t t : k::simd_available_targets()) {
     pinned_target pin(t);
     for (const auto& s : simd_settings()) {
-      for (const limit_case& c : float_cases) {
-        INFO(k::simd_target_label(t) << " " << describe(s) << " float op " << static_cast<int>(c.op) << " x " << c.x);
-        std::vector<float> x(33, static_cast<float>(c.x)), y(33);
-        x[5] = 0.25f;  // an ordinary lane beside them
-        k::unary(c.op, x.data(), y.data(), 33, s);
-        CHECK(same_bits(y[0], static_cast<float>(c.want)));
-        CHECK(same_bits(y[32], static_cast<float>(c.want)));
-      }
-      for (const limit_case& c : double_cases) {
-        INFO(k::simd_target_label(t) << " " << describe(s) << " double op " << static_cast<int>(c.op) << " x " << c.x);
-        std::vector<double> x(33, c.x), y(33);
-        x[5] = 0.25;
-        k::unary(c.op, x.data(), y.data(), 33, s);
-        CHECK(same_bits(y[0], c.want));
-        CHECK(same_bits(y[32], c.want));
-      }
+      const std::string where = std::string(k::simd_target_label(t)) + " " + describe(s);
+      check(float_cases, float{}, s, where);
+      check(double_cases, double{}, s, where);
     }
   }
 }
