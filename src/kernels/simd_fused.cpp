@@ -125,9 +125,9 @@ binary_tile_fn<double> ResolveSubUnaryF64(unary_op op, bool fused) {
 /// of it is summed (resolve_sub_unary_sum). The lanes are AccumulateLanes' (simd_reduce.cpp):
 /// one double vector per group of consecutive lanes, each fed in stream order, so they end
 /// bitwise as the separate tile passes followed by a lane-wise sum would leave them.
-template <unary_op kOp, bool kFused, bool kStore, bool kSub, class T>
+template <unary_op kOp, bool kFused, bool kStore, bool kSub, class T, class Round = NoRound>
 HWY_INLINE void UnarySumLoop(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, index_t n, double* HWY_RESTRICT lane,
-                             bool fresh, const T* u) {
+                             bool fresh, const T* u, Round round = {}) {
   const hn::ScalableTag<double> dd;
   constexpr size_t ND = HWY_LANES(double);
   constexpr size_t kVecs = reduce_lanes / ND;
@@ -138,6 +138,7 @@ HWY_INLINE void UnarySumLoop(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, index_t
   // u[0] broadcast once, not per vector (see Operand<true, D>).
   const auto uu = hn::Set(hn::Repartition<T, decltype(dd)>(), kSub ? u[0] : T(0));
   for (index_t i = 0; i < n; i += reduce_lanes) {
+    round();
     if constexpr (sizeof(T) == sizeof(double)) {
       HWY_UNROLL(16)
       for (size_t j = 0; j < kVecs; ++j) {
@@ -202,6 +203,11 @@ template <bool kFused, class T>
 void SubSquareSumTile(const T* x, const T* u, T* d, index_t n, double* lane, bool fresh) {
   UnarySumLoop<unary_op::square, kFused, true, true>(x, d, n, lane, fresh, u);
 }
+/// SubSquareSumTile calling round() once per round (NormRowsOf's prefetches).
+template <bool kFused, class T, class Round>
+HWY_INLINE void SubSquareSumRounds(const T* x, const T* u, T* d, index_t n, double* lane, Round round) {
+  UnarySumLoop<unary_op::square, kFused, true, true>(x, d, n, lane, true, u, round);
+}
 #endif
 template <class T>
 HWY_INLINE sub_unary_sum_tile_fn<T> ResolveSubUnarySum(unary_op op, bool fused) {
@@ -222,13 +228,26 @@ sub_unary_sum_tile_fn<double> ResolveSubUnarySumF64(unary_op op, bool fused) { r
 #if HWY_TARGET != HWY_SCALAR
 /// The three passes of kernels::resolve_norm_row for kRows rows, each pass for every row
 /// before the next stage (see norm_row_fn).
+///
+/// Rows from memory (streamed): the first two passes fetch the bytes stream_prefetch_distance
+/// ahead of x, the first half of a row's length in pass 1 and the second half in pass 2 (half
+/// a round's bytes per round in each), and with cached stores (not kStream) the destination's
+/// lines as far ahead with intent to write. Fetching it all in pass 1 (AccumulateLanes' own
+/// prefetch) left the bus idle through passes 2 and 3 while the stores to y waited for their
+/// lines: 8192 x 1024 floats 3.37-3.48 -> 2.74-2.81 ms (docs/kernels.md).
 template <norm_output kOut, bool kFused, bool kStream, int kRows, class T>
 HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, bool streamed, norm_row_stage_fn<T> stage, void* ctx) {
   const index_t whole = n / reduce_lanes * reduce_lanes;
+  constexpr size_t kHalfRound = reduce_lanes * sizeof(T) / 2;  // bytes of the row ahead per round and pass
+  using Ahead = AheadLines<kHalfRound, !kStream>;
+  const auto ahead = [&](int i, index_t skip) {
+    const auto at = static_cast<std::ptrdiff_t>(stream_prefetch_distance + skip);
+    return Ahead{reinterpret_cast<const char*>(io[i].x) + at, reinterpret_cast<char*>(io[i].y) + at};
+  };
   HWY_UNROLL(2)
   for (int i = 0; i < kRows; ++i) {
     double* lane = io[i].acc->lane;
-    if (streamed) AccumulateLanes<false, true>(lane, io[i].x, whole, true);
+    if (streamed) AccumulateLanes<false, false>(lane, io[i].x, whole, true, ahead(i, 0));
     else AccumulateLanes<false, false>(lane, io[i].x, whole, true);
     for (index_t k = whole; k < n; ++k) lane[k - whole] += static_cast<double>(io[i].x[k]);
   }
@@ -242,7 +261,9 @@ HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, bool streamed, n
     const T* x = io[i].x;
     T* d = io[i].d;
     double* lane = io[i].acc->lane;
-    SubSquareSumTile<kFused, T>(x, &m[i], d, whole, lane, true);
+    if (streamed)
+      SubSquareSumRounds<kFused>(x, &m[i], d, whole, lane, ahead(i, whole / reduce_lanes * static_cast<index_t>(kHalfRound)));
+    else SubSquareSumTile<kFused, T>(x, &m[i], d, whole, lane, true);
     for (index_t k = whole; k < n; ++k) {
       const T t = x[k] - m[i];
       d[k] = t;

@@ -24,14 +24,39 @@ HWY_INLINE void PrefetchAhead(const void* p) {
   for (size_t b = 0; b < kBytes; b += 64) __builtin_prefetch(at + b);
 }
 
+/// A run of lines further ahead fetched kBytes at a time (one call per round of a loop), so
+/// a row's prefetches spread over several passes instead of bursting in one: x's for reading
+/// and, with kWrite, the destination's y with intent to write (its lines then arrive owned
+/// before the output pass stores to them).
+template <size_t kBytes, bool kWrite>
+struct AheadLines {
+  static_assert(kBytes % 64 == 0, "whole lines");
+  const char* x;
+  char* y;
+  HWY_INLINE void operator()() {
+    for (size_t b = 0; b < kBytes; b += 64) {
+      __builtin_prefetch(x + b);
+      if constexpr (kWrite) __builtin_prefetch(y + b, 1);
+    }
+    x += kBytes;
+    if constexpr (kWrite) y += kBytes;
+  }
+};
+
 /// Adds (or multiplies) x[0..n) into lane[0..32); n is a multiple of 32 and x[0] belongs to
 /// lane 0. The 32 lanes live in 32/N independent vectors, so the dependency chains overlap.
 /// fresh: the lanes still hold their initial 0 (1 for products) and are not read — reading
 /// them right after the init's narrower stores stalls on store forwarding.
 /// kStreamed: x comes from memory; each round prefetches its lines stream_prefetch_distance
 /// ahead.
-template <bool kProduct, bool kStreamed, class T>
-HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT x, index_t n, bool fresh) {
+/// round: called once per 32-element round before its loads (NoRound: nothing), for kernels
+/// that spread their own prefetches over the loop (AheadLines).
+struct NoRound {
+  HWY_INLINE void operator()() const {}
+};
+template <bool kProduct, bool kStreamed, class T, class Round = NoRound>
+HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT x, index_t n, bool fresh,
+                                Round round = {}) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<T, decltype(d)> dt;  // N elements of the input type
   constexpr size_t N = HWY_LANES(double);
@@ -42,6 +67,7 @@ HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT
   for (size_t j = 0; j < kVecs; ++j) acc[j] = fresh ? hn::Set(d, kProduct ? 1.0 : 0.0) : hn::LoadU(d, lane + j * N);
   for (index_t i = 0; i < n; i += reduce_lanes) {
     if constexpr (kStreamed) PrefetchAhead<reduce_lanes * sizeof(T)>(x + i);
+    round();
     // Fully unrolled so every accumulator stays in a register (a rolled loop indexes acc[]
     // through the stack: 55 GB/s from L2 instead of near the DRAM rate).
     HWY_UNROLL(16)
