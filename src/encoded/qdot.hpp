@@ -57,7 +57,9 @@ struct qactivation {
 
 /// The first min(row_bytes, x.burst_bytes) bytes at `next` (the next weight row) into L2, all
 /// requests issued back to back. A prefetch never faults, so a row past the end is harmless.
-inline void burst_prefetch(const unsigned char* next, std::size_t row_bytes, index_t burst_bytes) {
+/// Always inlined: GCC may delete calls to a function whose only effect is a prefetch (it did to
+/// qdot_avx512.cpp's PrefetchAhead).
+inline __attribute__((always_inline)) void burst_prefetch(const unsigned char* next, std::size_t row_bytes, index_t burst_bytes) {
   const std::size_t n = row_bytes < static_cast<std::size_t>(burst_bytes) ? row_bytes : static_cast<std::size_t>(burst_bytes);
   for (std::size_t b = 0; b < n; b += 64) __builtin_prefetch(next + b, 0, 1);  // prefetcht2
 }

@@ -264,14 +264,24 @@ CT_AVX512_VNNI inline void TailPair(const unsigned char* wa, const unsigned char
   lb = _mm512_mask_mov_ps(lb, static_cast<__mmask16>(keep8), _mm512_shuffle_f32x4(res, res, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
-// Prefetches the `bytes` weight bytes `distance` past w (the next rows' when past the row's end:
-// a matrix's rows are contiguous; a prefetch cannot fault, so an address past the end is
-// harmless). Speed only.
-CT_AVX512_VNNI inline void PrefetchAhead(const unsigned char* w, index_t bytes, index_t distance) {
+// Prefetches the `bytes` weight bytes `distance` past w into L2 (the next rows' when past the
+// row's end: a matrix's rows are contiguous; a prefetch cannot fault, so an address past the end
+// is harmless). Speed only.
+//
+// Always inlined: as an ordinary inline function GCC 12 found it free of side effects and
+// deleted every call (no prefetch was left in DotRow or ShortRows), so these kernels had run
+// without it. Into L2 (prefetcht2), at the tuning's distance: on a Xeon guest (family 6 model
+// 167, weights cycled through 512 MiB), gemv from DRAM q8_0 4096² / 11008 x 4096 went from
+// 1.66-1.68 / 3.92 ms without a prefetch to 1.36-1.44 / 3.39-3.57 with it, q4_0 from 0.87-0.89
+// / 2.10-2.15 to 0.81 / 2.01-2.02; prefetcht0 at twice the distance (what this code asked for)
+// was slower than none: 1.66 / 4.25 and 1.05 / 2.72 ms, a single stream of L1 prefetches
+// holding the few L1 miss buffers.
+CT_AVX512_VNNI inline __attribute__((always_inline)) void PrefetchAhead(const unsigned char* w, index_t bytes,
+                                                                       index_t distance) {
   if (distance == 0) return;
   const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(w) + static_cast<std::uintptr_t>(distance);
   for (index_t c = 0; c < bytes; c += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::uintptr_t>(c)), _MM_HINT_T0);
+    __builtin_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::uintptr_t>(c)), 0, 1);  // prefetcht2
 }
 
 // One weight row against x, software pipelined: group g + 16's loads and vpdpbusd are issued
@@ -292,12 +302,7 @@ CT_AVX512_VNNI inline float DotRow(const unsigned char* w, const qactivation& x,
     Partials16<kQ4>(w, xq, cur);
     for (; g + 16 <= blocks; g += 16) {
       const bool more = g + 32 <= blocks;
-      // Twice the tuning's distance: this kernel streams its blocks about twice as fast as the
-      // AVX2 one the distance was measured with (Zen 3: 4 KiB best of 2/4/8). On a Zen 5 guest,
-      // q8_0 11008 x 4096 went from 0.70-0.79 to 0.87-0.94 of the read bound; q4_0, once its
-      // scales came by word permutes, from 0.74-0.83 to 0.83-0.91 of the DRAM read bound
-      // (weights cycled through 512 MiB, three interleaved rounds, both shapes).
-      PrefetchAhead(w + g * wbytes, 16 * wbytes, 2 * x.prefetch_bytes);
+      PrefetchAhead(w + g * wbytes, 16 * wbytes, x.prefetch_bytes);
       if (more) Partials16<kQ4>(w + (g + 16) * wbytes, xq + (g + 16) * 32, nxt);
       lanes = Finish16<kQ4, kFused>(cur, w + g * wbytes, x.d + g, x.sums + 2 * g, lanes);
       if (more)
@@ -335,8 +340,8 @@ CT_AVX512_VNNI void ShortRows(const unsigned char* w, std::size_t row_bytes, ind
     for (; r + 1 < rows; r += 2) {
       const unsigned char* ra = w + static_cast<std::size_t>(r) * row_bytes;
       const unsigned char* rb = ra + row_bytes;
-      PrefetchAhead(ra, 16 * wbytes, 2 * x.prefetch_bytes);
-      PrefetchAhead(rb, 16 * wbytes, 2 * x.prefetch_bytes);
+      PrefetchAhead(ra, 16 * wbytes, x.prefetch_bytes);
+      PrefetchAhead(rb, 16 * wbytes, x.prefetch_bytes);
       Partials16<kQ4>(rb, xq, nxt);
       __m512 la = Finish16<kQ4, kFused>(cur, ra, x.d, x.sums, _mm512_setzero_ps());
       if (r + 2 < rows) Partials16<kQ4>(rb + row_bytes, xq, cur);  // the next pair's first row
@@ -349,7 +354,7 @@ CT_AVX512_VNNI void ShortRows(const unsigned char* w, std::size_t row_bytes, ind
   for (; r < rows; ++r) {
     const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
     const bool more = r + 1 < rows;
-    PrefetchAhead(row, 16 * wbytes, 2 * x.prefetch_bytes);
+    PrefetchAhead(row, 16 * wbytes, x.prefetch_bytes);
     if (more) Partials16<kQ4>(row + row_bytes, xq, nxt);
     __m512 lanes = Finish16<kQ4, kFused>(cur, row, x.d, x.sums, _mm512_setzero_ps());
     if (blocks > 16) lanes = TailGroup<kQ4, kFused>(row + 16 * wbytes, x.q + 16 * 32, x.d + 16, x.sums + 32, blocks - 16, lanes);
