@@ -272,10 +272,11 @@ CT_AVX512_VNNI inline void TailPair(const unsigned char* wa, const unsigned char
 // deleted every call (no prefetch was left in DotRow or ShortRows), so these kernels had run
 // without it. Into L2 (prefetcht2), at the tuning's distance: on a Xeon guest (family 6 model
 // 167, weights cycled through 512 MiB), gemv from DRAM q8_0 4096² / 11008 x 4096 went from
-// 1.66-1.68 / 3.92 ms without a prefetch to 1.36-1.44 / 3.39-3.57 with it, q4_0 from 0.87-0.89
-// / 2.10-2.15 to 0.81 / 2.01-2.02; prefetcht0 at twice the distance (what this code asked for)
-// was slower than none: 1.66 / 4.25 and 1.05 / 2.72 ms, a single stream of L1 prefetches
-// holding the few L1 miss buffers.
+// 1.50-1.69 / 3.71-3.91 ms to 1.36-1.39 / 3.48, from L3 0.73 -> 0.61-0.64 ms (4096²); q4_0
+// from L3 0.47 -> 0.39-0.41 ms and from DRAM unchanged (its next row comes in a burst).
+// prefetcht0 at twice the distance (what this code asked for) was no faster than none for
+// q8_0 (1.66 / 4.25 ms) and slower for q4_0 (1.05 against 0.87 ms): a single stream of L1
+// prefetches holds the few L1 miss buffers.
 CT_AVX512_VNNI inline __attribute__((always_inline)) void PrefetchAhead(const unsigned char* w, index_t bytes,
                                                                        index_t distance) {
   if (distance == 0) return;

@@ -122,7 +122,8 @@ binary_tile_fn<double> ResolveSubUnaryF64(unary_op op, bool fused) {
 #if HWY_TARGET != HWY_SCALAR
 /// y[i] = op(x[i]) (stored only when kStore) and element i added to lane i % 32 for i < n,
 /// n a multiple of 32. With kSub, x[i] - u[0] is formed first and is what y receives, and op
-/// of it is summed (resolve_sub_unary_sum). The lanes are AccumulateLanes' (simd_reduce.cpp):
+/// of it is summed (resolve_sub_unary_sum); round() is called once per round before its loads
+/// (NormRowsOf's prefetches). The lanes are AccumulateLanes' (simd_lanes-inl.h):
 /// one double vector per group of consecutive lanes, each fed in stream order, so they end
 /// bitwise as the separate tile passes followed by a lane-wise sum would leave them.
 template <unary_op kOp, bool kFused, bool kStore, bool kSub, class T, class Round = NoRound>
@@ -232,9 +233,11 @@ sub_unary_sum_tile_fn<double> ResolveSubUnarySumF64(unary_op op, bool fused) { r
 /// Rows from memory (streamed): the first two passes fetch the bytes stream_prefetch_distance
 /// ahead of x, the first half of a row's length in pass 1 and the second half in pass 2 (half
 /// a round's bytes per round in each), and with cached stores (not kStream) the destination's
-/// lines as far ahead with intent to write. Fetching it all in pass 1 (AccumulateLanes' own
-/// prefetch) left the bus idle through passes 2 and 3 while the stores to y waited for their
-/// lines: 8192 x 1024 floats 3.37-3.48 -> 2.74-2.81 ms (docs/kernels.md).
+/// lines as far ahead (AheadLines). Fetching it all in pass 1 (AccumulateLanes' own prefetch)
+/// left the bus idle through passes 2 and 3 while the stores to y waited for their lines:
+/// 8192 x 1024 floats 3.37-3.48 -> 2.74-2.81 ms (docs/kernels.md). The prefetch pointer runs
+/// at half the read rate, so its lead shrinks by half a row over pass 1: rows here are one
+/// tile (at most 1024 elements, 8 KiB), so it stays at least 12 KiB.
 template <norm_output kOut, bool kFused, bool kStream, int kRows, class T>
 HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, bool streamed, norm_row_stage_fn<T> stage, void* ctx) {
   const index_t whole = n / reduce_lanes * reduce_lanes;
@@ -288,7 +291,8 @@ HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, bool streamed, n
 }
 
 /// The three passes of kernels::resolve_norm_row in one function, each the tile function the
-/// runner would call: AccumulateLanes (resolve_sum's) and SubSquareSumTile over the whole
+/// runner would call (for streamed rows the same loops with NormRowsOf's prefetches, through
+/// their round callable): AccumulateLanes (resolve_sum's) and SubSquareSumTile over the whole
 /// 32-element rounds, the rest of the row fed element by element as by_lane_rounds feeds a
 /// tail, then ScaleThenTile or BinaryOpTile's multiply. Calling them through the evaluator's
 /// runner cost ~45 ns of bookkeeping per row on top of them.

@@ -25,9 +25,11 @@ HWY_INLINE void PrefetchAhead(const void* p) {
 }
 
 /// A run of lines further ahead fetched kBytes at a time (one call per round of a loop), so
-/// a row's prefetches spread over several passes instead of bursting in one: x's for reading
-/// and, with kWrite, the destination's y with intent to write (its lines then arrive owned
-/// before the output pass stores to them).
+/// a row's prefetches spread over several passes instead of bursting in one: x's and, with
+/// kWrite, the destination's y, so that the output pass's stores find their lines in cache.
+/// (y's prefetch is a read prefetch: `__builtin_prefetch(p, 1)` becomes prefetchw only where
+/// the target has PRFCHW, which Highway's x86 targets do not name; an unshared line arrives
+/// exclusive anyway, and the store then needs no further request.)
 template <size_t kBytes, bool kWrite>
 struct AheadLines {
   static_assert(kBytes % 64 == 0, "whole lines");
@@ -43,6 +45,11 @@ struct AheadLines {
   }
 };
 
+/// The per-round callable of a loop that issues nothing of its own (AccumulateLanes' default).
+struct NoRound {
+  HWY_INLINE void operator()() const {}
+};
+
 /// Adds (or multiplies) x[0..n) into lane[0..32); n is a multiple of 32 and x[0] belongs to
 /// lane 0. The 32 lanes live in 32/N independent vectors, so the dependency chains overlap.
 /// fresh: the lanes still hold their initial 0 (1 for products) and are not read — reading
@@ -51,9 +58,6 @@ struct AheadLines {
 /// ahead.
 /// round: called once per 32-element round before its loads (NoRound: nothing), for kernels
 /// that spread their own prefetches over the loop (AheadLines).
-struct NoRound {
-  HWY_INLINE void operator()() const {}
-};
 template <bool kProduct, bool kStreamed, class T, class Round = NoRound>
 HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT x, index_t n, bool fresh,
                                 Round round = {}) {

@@ -36,7 +36,7 @@ struct tuning {
   /// Matrix-vector products and encoded x * w^T: weight rows are taken in blocks of about this
   /// many bytes of per-row scratch (half of L2).
   std::size_t row_block_bytes = 0;
-  /// Matrix-vector kernel: prefetch this far ahead in each weight row (L1d / 32).
+  /// Matrix-vector kernel: prefetch this far ahead in each weight row (L1d / 96, down to whole lines).
   std::size_t gemv_prefetch_bytes = 0;
   /// Encoded dot kernels: prefetch this far ahead in the encoded weight stream (L1d / 8).
   std::size_t weight_prefetch_bytes = 0;
