@@ -97,15 +97,17 @@ tuning tuning::for_caches(const cache_sizes& given) {
   const auto at_least_a_line = [&](std::size_t v) { return std::max(v, c.line); };
   // Why these fractions: docs/tuning.md. At 32 KiB / 512 KiB / 32 MiB they give the values the
   // kernels were measured best with on Zen 3 (KC 256 for AVX2 floats, 256 KiB direct B and row
-  // blocks, 4 KiB weight prefetch, 8 KiB tile prefetch, 16 MiB streaming). The GEMV prefetch
-  // (L1d / 96, 512 B at 48 KiB) was measured best on a Xeon guest instead (docs/tuning.md).
+  // blocks, 8 KiB tile prefetch, 16 MiB streaming). The GEMV prefetch (L1d / 96, 512 B at 48
+  // KiB) and the weight prefetch (L1d / 16, 3 KiB at 48 KiB, per run of rows now that the
+  // encoded row loops take two runs in turns; 4 KiB on Zen 3 with one run) were measured best
+  // on a Xeon guest instead (docs/tuning.md).
   t.gemm_a_panel_bytes = at_least_a_line(c.l1d / 2);
   t.gemm_a_block_bytes = at_least_a_line(c.l2 / 4);
   t.gemm_b_block_bytes = at_least_a_line(c.l2 / 2);
   t.gemm_direct_b_bytes = at_least_a_line(c.l2 / 2);
   t.row_block_bytes = at_least_a_line(c.l2 / 2);
   t.gemv_prefetch_bytes = at_least_a_line(c.l1d / 96 / c.line * c.line);  // whole lines
-  t.weight_prefetch_bytes = at_least_a_line(c.l1d / 8);
+  t.weight_prefetch_bytes = at_least_a_line(c.l1d / 16);  // per run of rows: two runs at once (docs/tuning.md)
   t.weight_burst_bytes = at_least_a_line(c.l1d / 4);
   t.stream_prefetch_bytes = at_least_a_line(c.l1d / 4);
   // Half the L3, but no more than 32 L2s: a large L3 is shared by many cores (an Intel Xeon

@@ -264,25 +264,27 @@ CT_AVX512_VNNI inline void TailPair(const unsigned char* wa, const unsigned char
   lb = _mm512_mask_mov_ps(lb, static_cast<__mmask16>(keep8), _mm512_shuffle_f32x4(res, res, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
-// Prefetches the `bytes` weight bytes `distance` past w into L2 (the next rows' when past the
+// Prefetches the `bytes` weight bytes `distance` past w into L1 (the next rows' when past the
 // row's end: a matrix's rows are contiguous; a prefetch cannot fault, so an address past the end
 // is harmless). Speed only.
 //
 // Always inlined: as an ordinary inline function GCC 12 found it free of side effects and
 // deleted every call (no prefetch was left in DotRow or ShortRows), so these kernels had run
-// without it. Into L2 (prefetcht2), at the tuning's distance: on a Xeon guest (family 6 model
-// 167, weights cycled through 512 MiB), gemv from DRAM q8_0 4096² / 11008 x 4096 went from
-// 1.50-1.69 / 3.71-3.91 ms to 1.36-1.39 / 3.48, from L3 0.73 -> 0.61-0.64 ms (4096²); q4_0
-// from L3 0.47 -> 0.39-0.41 ms and from DRAM unchanged (its next row comes in a burst).
-// prefetcht0 at twice the distance (what this code asked for) was no faster than none for
-// q8_0 (1.66 / 4.25 ms) and slower for q4_0 (1.05 against 0.87 ms): a single stream of L1
-// prefetches holds the few L1 miss buffers.
+// without it until the twelfth session. The hint and distance go with the row order of
+// QDot32Rows (two runs of rows taken in turns). With one run, into L2 (prefetcht2) at 6 KiB
+// was best on the Xeon guest (family 6 model 167), and prefetcht0 at 12 KiB slower than none for
+// q4_0 (a single stream of L1 prefetches held the few L1 miss buffers). With two runs, the
+// tuning's weight_prefetch_bytes (L1d / 16: 3 KiB there) into L1 measured best, alternated with
+// the one-run choice in three rounds, from DRAM at one thread: q4_0 4096² 0.76-0.77 -> 0.62-0.66
+// ms, 11008 x 4096 2.03 -> 1.72-1.80; q8_0 1.39 -> 1.31-1.34 and 3.48-3.59 -> 3.42-3.55; with
+// the weights in L3 q8_0 0.64-0.65 -> 0.61-0.62 ms, q4_0 unchanged. (prefetcht2 at 3 KiB: q4_0
+// from DRAM as fast, from L3 0.46-0.49 ms against 0.42-0.47.)
 CT_AVX512_VNNI inline __attribute__((always_inline)) void PrefetchAhead(const unsigned char* w, index_t bytes,
                                                                        index_t distance) {
   if (distance == 0) return;
   const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(w) + static_cast<std::uintptr_t>(distance);
   for (index_t c = 0; c < bytes; c += 64)
-    __builtin_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::uintptr_t>(c)), 0, 1);  // prefetcht2
+    __builtin_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::uintptr_t>(c)), 0, 3);  // prefetcht0
 }
 
 // One weight row against x, software pipelined: group g + 16's loads and vpdpbusd are issued
@@ -319,6 +321,10 @@ CT_AVX512_VNNI float QDot32(const unsigned char* w, const qactivation& x, index_
   return DotRow<kQ4, kFused>(w, x, blocks);
 }
 
+// From this many rows on, the row loops take two runs of rows in turns (QDot32Rows says why);
+// fewer rows make too short a run for a stream to matter (unmeasured below).
+constexpr index_t kTwoRuns = 64;
+
 // Rows of 16 to 31 blocks (K = 512..992: a small model's attention and feed-forward inputs)
 // hold one whole group, so DotRow's pipeline has nothing to overlap; here it runs across rows
 // instead: row r + 1's group loads and vpdpbusd are issued before row r's fold, tail and final
@@ -334,32 +340,39 @@ CT_AVX512_VNNI void ShortRows(const unsigned char* w, std::size_t row_bytes, ind
   constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
   constexpr int kRegs = kQ4 ? 4 : 8;
   const std::int8_t* const xq = kQ4 ? x.q_split : x.q;
+  // From kTwoRuns rows on, two runs in turns as in QDot32Rows (pairs then pair row i with row
+  // h + i): the Llama bench's generation (K = 768), alternated in three rounds, q8_0 3.97-4.62
+  // -> 3.85-4.57 ms, q4_0 2.71-2.97 -> 2.70-2.89.
+  const index_t h = rows >= kTwoRuns ? (rows + 1) / 2 : rows;
+  // the j-th row taken: rows 0, h, 1, h + 1, ... (two runs), or in order
+  const auto order = [h, rows](index_t j) { return h == rows ? j : (j % 2 == 0 ? j / 2 : h + j / 2); };
+  const auto at = [&](index_t j) { return w + static_cast<std::size_t>(order(j)) * row_bytes; };
   __m512i cur[8], nxt[8];
-  Partials16<kQ4>(w, xq, cur);
+  Partials16<kQ4>(at(0), xq, cur);
   index_t r = 0;
   if (blocks > 16 && blocks <= 24) {
     for (; r + 1 < rows; r += 2) {
-      const unsigned char* ra = w + static_cast<std::size_t>(r) * row_bytes;
-      const unsigned char* rb = ra + row_bytes;
+      const unsigned char* ra = at(r);
+      const unsigned char* rb = at(r + 1);
       PrefetchAhead(ra, 16 * wbytes, x.prefetch_bytes);
       PrefetchAhead(rb, 16 * wbytes, x.prefetch_bytes);
       Partials16<kQ4>(rb, xq, nxt);
       __m512 la = Finish16<kQ4, kFused>(cur, ra, x.d, x.sums, _mm512_setzero_ps());
-      if (r + 2 < rows) Partials16<kQ4>(rb + row_bytes, xq, cur);  // the next pair's first row
+      if (r + 2 < rows) Partials16<kQ4>(at(r + 2), xq, cur);  // the next pair's first row
       __m512 lb = Finish16<kQ4, kFused>(nxt, rb, x.d, x.sums, _mm512_setzero_ps());
       TailPair<kQ4, kFused>(ra + 16 * wbytes, rb + 16 * wbytes, x.q + 16 * 32, x.d + 16, x.sums + 32, blocks - 16, la, lb);
-      y[r * y_stride] = FoldLanes(la);
-      y[(r + 1) * y_stride] = FoldLanes(lb);
+      y[order(r) * y_stride] = FoldLanes(la);
+      y[order(r + 1) * y_stride] = FoldLanes(lb);
     }
   }
   for (; r < rows; ++r) {
-    const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
+    const unsigned char* row = at(r);
     const bool more = r + 1 < rows;
     PrefetchAhead(row, 16 * wbytes, x.prefetch_bytes);
-    if (more) Partials16<kQ4>(row + row_bytes, xq, nxt);
+    if (more) Partials16<kQ4>(at(r + 1), xq, nxt);
     __m512 lanes = Finish16<kQ4, kFused>(cur, row, x.d, x.sums, _mm512_setzero_ps());
     if (blocks > 16) lanes = TailGroup<kQ4, kFused>(row + 16 * wbytes, x.q + 16 * 32, x.d + 16, x.sums + 32, blocks - 16, lanes);
-    y[r * y_stride] = FoldLanes(lanes);
+    y[order(r) * y_stride] = FoldLanes(lanes);
     if (more)
       for (int i = 0; i < kRegs; ++i) cur[i] = nxt[i];
   }
@@ -392,7 +405,6 @@ CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, in
     ShortRows<kQ4, kFused>(w, row_bytes, rows, x, blocks, y, y_stride);
     return;
   }
-  constexpr index_t kTwoRuns = 64;  // fewer rows: too short a run for a stream to matter (unmeasured below)
   if (rows >= kTwoRuns) {
     const index_t h = (rows + 1) / 2;  // the first run [0, h), the second [h, rows): one row fewer when rows is odd
     for (index_t i = 0; i < h; ++i) {

@@ -313,9 +313,11 @@ HWY_INLINE __m256 FullGroup(const unsigned char* blk, const std::int8_t* xq, con
 
 // Software prefetch of the weight bytes x.prefetch_bytes ahead (into the next rows: a matrix's
 // rows are contiguous; a prefetch past the end cannot fault). The distance is the tuning's
-// weight_prefetch_bytes (L1d / 8). Measured on Zen 3 (family 25 model 1, L1d 32 KiB), the 100M
-// Llama's generation step (bench/llama): q8_0 8.0-9.3 ms without, 6.7-7.7 ms at 2 KiB, 6.3 ms
-// at 4 KiB, 7.5 ms at 8 KiB; q4_0, compute-bound here, unchanged.
+// weight_prefetch_bytes (L1d / 16; L1d / 8 before the row loop took two runs). Measured on Zen 3
+// (family 25 model 1, L1d 32 KiB) with one run, the 100M Llama's generation step (bench/llama):
+// q8_0 8.0-9.3 ms without, 6.7-7.7 ms at 2 KiB, 6.3 ms at 4 KiB, 7.5 ms at 8 KiB; q4_0,
+// compute-bound there, unchanged. Neither the two runs nor the shorter distance has been
+// measured on Zen 3.
 template <bool kQ4, bool kFused>
 HWY_INLINE float Dot32(const unsigned char* w, const qactivation& x, index_t blocks) {
   constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
@@ -369,14 +371,35 @@ float QDot32(const unsigned char* w, const qactivation& x, index_t blocks) {
   return Dot32<kQ4, kFused>(w, x, blocks);
 }
 
+// Row r of the rows at w, first prefetching the next row's burst when r + 1 < end (the next
+// row of the same run).
+template <bool kQ4, bool kFused>
+HWY_INLINE void OneRow(const unsigned char* w, std::size_t row_bytes, index_t r, index_t end, const qactivation& x,
+                       index_t blocks, float* y, index_t y_stride) {
+  const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
+  if (r + 1 < end) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
+  y[r * y_stride] = Dot32<kQ4, kFused>(row, x, blocks);
+}
+
+// From 64 rows on, the first and second half of the rows in turns (two weight streams, as
+// qdot_avx512.cpp's QDot32Rows says; the same bits in any order). This kernel forced on the Xeon
+// guest (CT_SIMD_TARGET=AVX2), from DRAM at one thread: q8_0 4096² 1.69-1.75 -> 1.45 ms, 11008 x
+// 4096 4.62-4.68 -> 3.71; q4_0 0.93-0.98 -> 0.74, 2.45-2.64 -> 1.94-1.97 (prefetch distance 6
+// KiB; 3 KiB, the tuning's L1d / 16 now, measured 0-8% faster again). Not measured on an
+// AVX2-only CPU.
 template <bool kQ4, bool kFused>
 void QDot32Rows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks, float* y,
                 index_t y_stride) {
-  for (index_t r = 0; r < rows; ++r) {
-    const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
-    if (r + 1 < rows) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
-    y[r * y_stride] = Dot32<kQ4, kFused>(row, x, blocks);
+  constexpr index_t kTwoRuns = 64;
+  if (rows >= kTwoRuns) {
+    const index_t h = (rows + 1) / 2;
+    for (index_t i = 0; i < h; ++i) {
+      OneRow<kQ4, kFused>(w, row_bytes, i, h, x, blocks, y, y_stride);
+      if (h + i < rows) OneRow<kQ4, kFused>(w, row_bytes, h + i, rows, x, blocks, y, y_stride);
+    }
+    return;
   }
+  for (index_t r = 0; r < rows; ++r) OneRow<kQ4, kFused>(w, row_bytes, r, rows, x, blocks, y, y_stride);
 }
 
 #endif

@@ -125,6 +125,18 @@ TEST_CASE("every simd target: encoded products give the portable kernels' bits",
       CHECK(ct_test::bitwise_equal(ct::decode(w), under_scalar([&] { return ct::decode(w); })));
     }
   }
+  // q8_0 / q4_0 rows of 33 blocks (a whole group and more), 67 of them: the row loops take the
+  // first and second half of the rows in turns from 64 rows on, the second run a row shorter.
+  for (const char* name : {"q8_0", "q4_0"}) {
+    const auto w = ct::encode(ct::random_uniform<float>({67, 33 * 32}, 18, -1.0f, 1.0f), ct::find_format(name));
+    const auto xk = ct::random_uniform<float>({33 * 32}, 19, -2.0f, 2.0f);
+    const auto v = under_scalar([&] { return ct::matmul(w, xk); });
+    for (const std::int64_t t : kt::simd_available_targets()) {
+      const ct_test_kernels::pinned_target pin(t);
+      INFO(name << " 67 rows of 33 blocks on " << kt::simd_target_label(t));
+      CHECK(ct_test::bitwise_equal(ct::matmul(w, xk), v));
+    }
+  }
   // The K formats' kernels sum eight super-blocks at a time: rows of 11 (a batch and a tail);
   // and x·wᵀ takes eight activation vectors per call of their multi-vector form (11: one call
   // and three vectors by the rows form).

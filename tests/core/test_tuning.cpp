@@ -49,7 +49,7 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   CHECK(t.gemm_direct_b_bytes == 256 * K);
   CHECK(t.row_block_bytes == 256 * K);
   CHECK(t.gemv_prefetch_bytes == 320);  // L1d / 96 = 341, down to whole lines
-  CHECK(t.weight_prefetch_bytes == 4 * K);
+  CHECK(t.weight_prefetch_bytes == 2 * K);
   CHECK(t.weight_burst_bytes == 8 * K);
   CHECK(t.stream_prefetch_bytes == 8 * K);
   CHECK(t.stream_store_bytes == 16 * M);
@@ -59,7 +59,7 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   CHECK(z5.gemm_a_panel_bytes == 24 * K);
   CHECK(z5.gemm_a_block_bytes == 256 * K);
   CHECK(z5.gemm_b_block_bytes == 512 * K);
-  CHECK(z5.weight_prefetch_bytes == 6 * K);
+  CHECK(z5.weight_prefetch_bytes == 3 * K);
   CHECK(z5.weight_burst_bytes == 12 * K);
   CHECK(z5.gemv_prefetch_bytes == 512);
   // No L3: results streamed from 8 x L2. Unknown sizes: the assumed ones.
