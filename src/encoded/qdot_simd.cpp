@@ -466,7 +466,7 @@ bool QuantizeBlocks(const float*, index_t, index_t, std::int8_t*, float*) { retu
 
 #endif
 
-// The several-rows form: q8_0 / q4_0 (x86 from AVX2 up).
+// The several-rows form: q8_0 / q4_0 (x86 from AVX2 up); q4_K / q6_K with AVX-512 VNNI.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 
 qdot_rows_fn RowsFor(qformat f, bool fused) {
