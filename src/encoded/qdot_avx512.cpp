@@ -378,26 +378,44 @@ CT_AVX512_VNNI void ShortRows(const unsigned char* w, std::size_t row_bytes, ind
   }
 }
 
-// Row r of the rows at w (y[r * y_stride] = its dot), first prefetching the next row's burst
-// when r + 1 < end (the next row of the same run).
-template <bool kQ4, bool kFused>
-CT_AVX512_VNNI inline __attribute__((always_inline)) void OneRow(const unsigned char* w, std::size_t row_bytes, index_t r,
-                                                                 index_t end, const qactivation& x, index_t blocks, float* y,
-                                                                 index_t y_stride) {
-  const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
-  if (r + 1 < end) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
-  y[r * y_stride] = DotRow<kQ4, kFused>(row, x, blocks);
+// The rows at w, y[r * y_stride] = kRow's dot of row r (same bits in any order), each row after
+// prefetching the next row of its run into L2 in a burst (qactivation::burst_bytes): from
+// kTwoRuns rows on in two runs taken in turns, each row by kRowAhead (the kernel that prefetches
+// its run's weights at the tuning's distance, where it differs from kRow), fewer in order by
+// kRow. For the K formats the two runs and the prefetch go together: on the Xeon guest, from
+// DRAM at one thread, two runs without a prefetch made q6_K 11008 x 4096 slower (3.03 ->
+// 3.75-3.79 ms) and a single run with it slower still (1.14 -> 1.49 ms at 4096²), but both at
+// once, against one run without (alternated twice): q4_K 4096² 0.93 -> 0.81 ms, 11008 x 4096
+// 2.27 -> 2.04-2.10; q6_K 1.14 -> 1.08, 3.03 -> 2.76-2.81.
+template <float (*kRow)(const unsigned char*, const qactivation&, index_t),
+          float (*kRowAhead)(const unsigned char*, const qactivation&, index_t)>
+CT_AVX512_VNNI void RowsInRuns(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
+                               float* y, index_t y_stride) {
+  const auto one = [&](index_t r, index_t end, bool ahead) {
+    const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
+    if (r + 1 < end) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
+    y[r * y_stride] = ahead ? kRowAhead(row, x, blocks) : kRow(row, x, blocks);
+  };
+  if (rows >= kTwoRuns) {
+    const index_t h = (rows + 1) / 2;
+    for (index_t i = 0; i < h; ++i) {
+      one(i, h, true);
+      if (h + i < rows) one(h + i, rows, true);
+    }
+    return;
+  }
+  for (index_t r = 0; r < rows; ++r) one(r, rows, false);
 }
 
-// Rows of at least 32 blocks: from kTwoRuns rows on, the first and the second half of the
+// Rows of at least 32 blocks (RowsInRuns): from kTwoRuns rows on, the first and the second half of the
 // rows are taken in turns (row i, then row h + i), so the weights come from memory as two
 // streams far apart rather than one (the read bound's pass reads two halves likewise). Each
 // row is DotRow's, whatever the order (same bits). On the Xeon guest (family 6 model 167),
 // from DRAM, one thread, alternated with the one-stream order in three rounds: q8_0 4096²
 // 1.48-1.51 -> 1.42-1.43 ms, 11008 x 4096 3.64-3.67 -> 3.48-3.50; q4_0 0.79-0.81 -> 0.76 and
 // 2.08-2.10 -> 2.00-2.05; two workers 2-5% faster; no change with the weights in L3 or for the
-// Llama bench's generation. Three or four runs measured no better than two. (The same order in
-// the K formats' row loop made q6_K 11008 x 4096 slower, 3.1 -> 3.9 ms: they keep one stream.)
+// Llama bench's generation (prefetch then into L2 at 6 KiB; PrefetchAhead has the L1 one's
+// numbers). Three or four runs measured no better than two.
 template <bool kQ4, bool kFused>
 CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
                                float* y, index_t y_stride) {
@@ -405,15 +423,7 @@ CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, in
     ShortRows<kQ4, kFused>(w, row_bytes, rows, x, blocks, y, y_stride);
     return;
   }
-  if (rows >= kTwoRuns) {
-    const index_t h = (rows + 1) / 2;  // the first run [0, h), the second [h, rows): one row fewer when rows is odd
-    for (index_t i = 0; i < h; ++i) {
-      OneRow<kQ4, kFused>(w, row_bytes, i, h, x, blocks, y, y_stride);
-      if (h + i < rows) OneRow<kQ4, kFused>(w, row_bytes, h + i, rows, x, blocks, y, y_stride);
-    }
-    return;
-  }
-  for (index_t r = 0; r < rows; ++r) OneRow<kQ4, kFused>(w, row_bytes, r, rows, x, blocks, y, y_stride);
+  RowsInRuns<&QDot32<kQ4, kFused>, &QDot32<kQ4, kFused>>(w, row_bytes, rows, x, blocks, y, y_stride);
 }
 
 // q4_K: eight super-blocks at a time, their sixteen horizontal sums in two Sums8x8 trees and
@@ -422,7 +432,7 @@ CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, in
 // (With one tree per pair of super-blocks and the products in scalar code, the Xeon guest
 // spent a sixth of the kernel's time there: docs/encoded.md.) The rest of a row in pairs and
 // a last single one. kPrefetch: each batch prefetches the weights x.prefetch_bytes ahead (into
-// L1), for KRows' two runs only (KRows says why).
+// L1), for RowsInRuns' two runs only (RowsInRuns says why).
 template <bool kFused, bool kPrefetch = false>
 CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
   const Q4KPicks pick;
@@ -528,33 +538,6 @@ CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index
   return acc;
 }
 
-// q4_K / q6_K rows (kRow: QDotQ4K or QDotQ6K with kPrefetch), from kTwoRuns rows on in two
-// runs taken in turns as QDot32Rows does, each batch prefetching its run's weights into L1 at
-// the tuning's distance; fewer rows in order, without. Each row's value is kRow's (same bits).
-// The two go together: on the Xeon guest, from DRAM at one thread, two runs without a
-// prefetch made q6_K 11008 x 4096 slower (3.03 -> 3.75-3.79 ms) and a single run with it
-// slower still (3.9), but both at once, against one run without (alternated twice): q4_K 4096²
-// 0.93 -> 0.81 ms, 11008 x 4096 2.27 -> 2.04-2.10; q6_K 1.14 -> 1.08, 3.03 -> 2.76-2.81.
-template <float (*kRow)(const unsigned char*, const qactivation&, index_t),
-          float (*kRowAhead)(const unsigned char*, const qactivation&, index_t)>
-CT_AVX512_VNNI void KRows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
-                          float* y, index_t y_stride) {
-  const auto one = [&](index_t r, index_t end, bool ahead) {
-    const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
-    if (r + 1 < end) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
-    y[r * y_stride] = ahead ? kRowAhead(row, x, blocks) : kRow(row, x, blocks);
-  };
-  if (rows >= kTwoRuns) {
-    const index_t h = (rows + 1) / 2;
-    for (index_t i = 0; i < h; ++i) {
-      one(i, h, true);
-      if (h + i < rows) one(h + i, rows, true);
-    }
-    return;
-  }
-  for (index_t r = 0; r < rows; ++r) one(r, rows, false);
-}
-
 template <bool kFused>
 qdot_fn kernel_for(qformat f) {
   return by_format(f, &QDot32<false, kFused>, &QDot32<true, kFused>, &QDotQ4K<kFused>, &QDotQ6K<kFused>);
@@ -573,9 +556,9 @@ qdot_rows_fn avx512_qdot_rows(qformat f, bool fused) {
     case qformat::q8_0: return fused ? &QDot32Rows<false, true> : &QDot32Rows<false, false>;
     case qformat::q4_0: return fused ? &QDot32Rows<true, true> : &QDot32Rows<true, false>;
     case qformat::q4_K:
-      return fused ? &KRows<&QDotQ4K<true>, &QDotQ4K<true, true>> : &KRows<&QDotQ4K<false>, &QDotQ4K<false, true>>;
+      return fused ? &RowsInRuns<&QDotQ4K<true>, &QDotQ4K<true, true>> : &RowsInRuns<&QDotQ4K<false>, &QDotQ4K<false, true>>;
     case qformat::q6_K:
-      return fused ? &KRows<&QDotQ6K<true>, &QDotQ6K<true, true>> : &KRows<&QDotQ6K<false>, &QDotQ6K<false, true>>;
+      return fused ? &RowsInRuns<&QDotQ6K<true>, &QDotQ6K<true, true>> : &RowsInRuns<&QDotQ6K<false>, &QDotQ6K<false, true>>;
     default: return nullptr;
   }
 }
