@@ -125,15 +125,17 @@ TEST_CASE("every simd target: encoded products give the portable kernels' bits",
       CHECK(ct_test::bitwise_equal(ct::decode(w), under_scalar([&] { return ct::decode(w); })));
     }
   }
-  // q8_0 / q4_0 rows of 33 blocks (a whole group and more), 67 of them: the row loops take the
-  // first and second half of the rows in turns from 64 rows on, the second run a row shorter.
-  for (const char* name : {"q8_0", "q4_0"}) {
-    const auto w = ct::encode(ct::random_uniform<float>({67, 33 * 32}, 18, -1.0f, 1.0f), ct::find_format(name));
-    const auto xk = ct::random_uniform<float>({33 * 32}, 19, -2.0f, 2.0f);
+  // 67 rows of 33 blocks (q8_0 / q4_0: a whole group and more) or 9 super-blocks (q4_K / q6_K:
+  // a batch of eight and one): the row loops take the first and second half of the rows in
+  // turns from 64 rows on, the second run a row shorter.
+  for (const char* name : {"q8_0", "q4_0", "q4_K", "q6_K"}) {
+    const ct::index_t k = std::string(name).back() == 'K' ? 9 * 256 : 33 * 32;
+    const auto w = ct::encode(ct::random_uniform<float>({67, k}, 18, -1.0f, 1.0f), ct::find_format(name));
+    const auto xk = ct::random_uniform<float>({k}, 19, -2.0f, 2.0f);
     const auto v = under_scalar([&] { return ct::matmul(w, xk); });
     for (const std::int64_t t : kt::simd_available_targets()) {
       const ct_test_kernels::pinned_target pin(t);
-      INFO(name << " 67 rows of 33 blocks on " << kt::simd_target_label(t));
+      INFO(name << " 67 rows of K " << k << " on " << kt::simd_target_label(t));
       CHECK(ct_test::bitwise_equal(ct::matmul(w, xk), v));
     }
   }
