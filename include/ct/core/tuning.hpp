@@ -38,7 +38,8 @@ struct tuning {
   std::size_t row_block_bytes = 0;
   /// Matrix-vector kernel: prefetch this far ahead in each weight row (L1d / 96, down to whole lines).
   std::size_t gemv_prefetch_bytes = 0;
-  /// Encoded dot kernels: prefetch this far ahead in the encoded weight stream (L1d / 8).
+  /// Encoded dot kernels: prefetch this far ahead (into L1) in each of the two runs of weight
+  /// rows the row loops take in turns (L1d / 16).
   std::size_t weight_prefetch_bytes = 0;
   /// Encoded gemv (q4_0, q4_K rows): before each weight row, the next row's first bytes,
   /// up to this many, are prefetched into L2 in one burst (L1d / 4). Many requests in
