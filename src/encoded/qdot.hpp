@@ -58,11 +58,38 @@ struct qactivation {
 /// The first min(row_bytes, x.burst_bytes) bytes at `next` (the next weight row) into L2, all
 /// requests issued back to back. A prefetch never faults, so a row past the end is harmless.
 /// Always inlined: GCC may delete calls to a function whose only effect is a prefetch (it did to
-/// qdot_avx512.cpp's PrefetchAhead).
+/// the AVX-512 encoded kernels' weight prefetch, now ahead_prefetch below).
 inline __attribute__((always_inline)) void burst_prefetch(const unsigned char* next, std::size_t row_bytes, index_t burst_bytes) {
   const std::size_t n = row_bytes < static_cast<std::size_t>(burst_bytes) ? row_bytes : static_cast<std::size_t>(burst_bytes);
   for (std::size_t b = 0; b < n; b += 64) __builtin_prefetch(next + b, 0, 1);  // prefetcht2
 }
+
+/// The `bytes` bytes `distance` past p into L1 (prefetcht0), for a weight stream (distance 0:
+/// nothing). An address past the weights' end is harmless: a prefetch never faults. Always
+/// inlined, as burst_prefetch.
+inline __attribute__((always_inline)) void ahead_prefetch(const unsigned char* p, index_t bytes, index_t distance) {
+  if (distance == 0) return;
+  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(p) + static_cast<std::uintptr_t>(distance);
+  for (index_t c = 0; c < bytes; c += 64)
+    __builtin_prefetch(reinterpret_cast<const char*>(at + static_cast<std::uintptr_t>(c)), 0, 3);  // prefetcht0
+}
+
+/// The order the simd row loops take `rows` weight rows in. From two_runs_min rows on, the
+/// first and the second half in turns — rows 0, h, 1, h + 1, ... — so that the weights come
+/// from memory as two streams far apart, as the read bound's own pass reads them (measured in
+/// qdot_avx512.cpp and docs/encoded.md); fewer rows in order (too short a run for a stream to
+/// matter; unmeasured below). A row's value never depends on the order.
+struct row_runs {
+  static constexpr index_t two_runs_min = 64;
+  index_t rows;
+  index_t h;  // the second run's first row; rows when there is one run
+  explicit row_runs(index_t n) : rows(n), h(n >= two_runs_min ? (n + 1) / 2 : n) {}
+  bool two() const { return h < rows; }
+  /// The j-th row taken.
+  index_t row(index_t j) const { return !two() ? j : j % 2 == 0 ? j / 2 : h + j / 2; }
+  /// One past the last row of row r's run (the next row of its run is r + 1 below it).
+  index_t run_end(index_t r) const { return r < h ? h : rows; }
+};
 
 /// The split layout of K activation quants, for the AVX-512 q4_0 kernel: every whole group of
 /// 16 blocks of 32 (512 quants) keeps its place, and within it each run of four blocks

@@ -264,28 +264,17 @@ CT_AVX512_VNNI inline void TailPair(const unsigned char* wa, const unsigned char
   lb = _mm512_mask_mov_ps(lb, static_cast<__mmask16>(keep8), _mm512_shuffle_f32x4(res, res, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
-// Prefetches the `bytes` weight bytes `distance` past w into L1 (the next rows' when past the
-// row's end: a matrix's rows are contiguous; a prefetch cannot fault, so an address past the end
-// is harmless). Speed only.
-//
-// Always inlined: as an ordinary inline function GCC 12 found it free of side effects and
-// deleted every call (no prefetch was left in DotRow or ShortRows), so these kernels had run
-// without it until the twelfth session. The hint and distance go with the row order of
-// QDot32Rows (two runs of rows taken in turns). With one run, into L2 (prefetcht2) at 6 KiB
-// was best on the Xeon guest (family 6 model 167), and prefetcht0 at 12 KiB slower than none for
-// q4_0 (a single stream of L1 prefetches held the few L1 miss buffers). With two runs, the
-// tuning's weight_prefetch_bytes (L1d / 16: 3 KiB there) into L1 measured best, alternated with
-// the one-run choice in three rounds, from DRAM at one thread: q4_0 4096² 0.76-0.77 -> 0.62-0.66
-// ms, 11008 x 4096 2.03 -> 1.72-1.80; q8_0 1.39 -> 1.31-1.34 and 3.48-3.59 -> 3.42-3.55; with
-// the weights in L3 q8_0 0.64-0.65 -> 0.61-0.62 ms, q4_0 unchanged. (prefetcht2 at 3 KiB: q4_0
-// from DRAM as fast, from L3 0.46-0.49 ms against 0.42-0.47.)
-CT_AVX512_VNNI inline __attribute__((always_inline)) void PrefetchAhead(const unsigned char* w, index_t bytes,
-                                                                       index_t distance) {
-  if (distance == 0) return;
-  const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(w) + static_cast<std::uintptr_t>(distance);
-  for (index_t c = 0; c < bytes; c += 64)
-    __builtin_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::uintptr_t>(c)), 0, 3);  // prefetcht0
-}
+// The weight prefetch (ahead_prefetch, qdot.hpp: into L1 at the tuning's weight_prefetch_bytes)
+// goes with the row order of the row loops (row_runs: two runs of rows taken in turns). With
+// one run, into L2 (prefetcht2) at 6 KiB was best on the Xeon guest (family 6 model 167), and
+// prefetcht0 at 12 KiB slower than none for q4_0 (a single stream of L1 prefetches held the
+// few L1 miss buffers). With two runs, L1 at L1d / 16 (3 KiB there) measured best, alternated
+// with the one-run choice in three rounds, from DRAM at one thread: q4_0 4096² 0.76-0.77 ->
+// 0.62-0.66 ms, 11008 x 4096 2.03 -> 1.72-1.80; q8_0 1.39 -> 1.31-1.34 and 3.48-3.59 ->
+// 3.42-3.55; with the weights in L3 q8_0 0.64-0.65 -> 0.61-0.62 ms, q4_0 unchanged.
+// (prefetcht2 at 3 KiB: q4_0 from DRAM as fast, from L3 0.46-0.49 ms against 0.42-0.47.) The
+// helper is always inlined: as an ordinary inline function here GCC 12 found it free of side
+// effects and deleted every call, so these kernels ran without it until the twelfth session.
 
 // One weight row against x, software pipelined: group g + 16's loads and vpdpbusd are issued
 // before group g's fold and multiply-add, so the out-of-order window sees independent work next
@@ -305,7 +294,7 @@ CT_AVX512_VNNI inline float DotRow(const unsigned char* w, const qactivation& x,
     Partials16<kQ4>(w, xq, cur);
     for (; g + 16 <= blocks; g += 16) {
       const bool more = g + 32 <= blocks;
-      PrefetchAhead(w + g * wbytes, 16 * wbytes, x.prefetch_bytes);
+      ahead_prefetch(w + g * wbytes, 16 * wbytes, x.prefetch_bytes);
       if (more) Partials16<kQ4>(w + (g + 16) * wbytes, xq + (g + 16) * 32, nxt);
       lanes = Finish16<kQ4, kFused>(cur, w + g * wbytes, x.d + g, x.sums + 2 * g, lanes);
       if (more)
@@ -320,10 +309,6 @@ template <bool kQ4, bool kFused>
 CT_AVX512_VNNI float QDot32(const unsigned char* w, const qactivation& x, index_t blocks) {
   return DotRow<kQ4, kFused>(w, x, blocks);
 }
-
-// From this many rows on, the row loops take two runs of rows in turns (QDot32Rows says why);
-// fewer rows make too short a run for a stream to matter (unmeasured below).
-constexpr index_t kTwoRuns = 64;
 
 // Rows of 16 to 31 blocks (K = 512..992: a small model's attention and feed-forward inputs)
 // hold one whole group, so DotRow's pipeline has nothing to overlap; here it runs across rows
@@ -340,13 +325,11 @@ CT_AVX512_VNNI void ShortRows(const unsigned char* w, std::size_t row_bytes, ind
   constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
   constexpr int kRegs = kQ4 ? 4 : 8;
   const std::int8_t* const xq = kQ4 ? x.q_split : x.q;
-  // From kTwoRuns rows on, two runs in turns as in QDot32Rows (pairs then pair row i with row
-  // h + i): the Llama bench's generation (K = 768), alternated in three rounds, q8_0 3.97-4.62
-  // -> 3.85-4.57 ms, q4_0 2.71-2.97 -> 2.70-2.89.
-  const index_t h = rows >= kTwoRuns ? (rows + 1) / 2 : rows;
-  // the j-th row taken: rows 0, h, 1, h + 1, ... (two runs), or in order
-  const auto order = [h, rows](index_t j) { return h == rows ? j : (j % 2 == 0 ? j / 2 : h + j / 2); };
-  const auto at = [&](index_t j) { return w + static_cast<std::size_t>(order(j)) * row_bytes; };
+  // Rows in row_runs' order (with two runs, pairs pair row i with row h + i): the Llama
+  // bench's generation (K = 768), alternated in three rounds, q8_0 3.97-4.62 -> 3.85-4.57 ms,
+  // q4_0 2.71-2.97 -> 2.70-2.89.
+  const row_runs runs(rows);
+  const auto at = [&](index_t j) { return w + static_cast<std::size_t>(runs.row(j)) * row_bytes; };
   __m512i cur[8], nxt[8];
   Partials16<kQ4>(at(0), xq, cur);
   index_t r = 0;
@@ -354,35 +337,34 @@ CT_AVX512_VNNI void ShortRows(const unsigned char* w, std::size_t row_bytes, ind
     for (; r + 1 < rows; r += 2) {
       const unsigned char* ra = at(r);
       const unsigned char* rb = at(r + 1);
-      PrefetchAhead(ra, 16 * wbytes, x.prefetch_bytes);
-      PrefetchAhead(rb, 16 * wbytes, x.prefetch_bytes);
+      ahead_prefetch(ra, 16 * wbytes, x.prefetch_bytes);
+      ahead_prefetch(rb, 16 * wbytes, x.prefetch_bytes);
       Partials16<kQ4>(rb, xq, nxt);
       __m512 la = Finish16<kQ4, kFused>(cur, ra, x.d, x.sums, _mm512_setzero_ps());
       if (r + 2 < rows) Partials16<kQ4>(at(r + 2), xq, cur);  // the next pair's first row
       __m512 lb = Finish16<kQ4, kFused>(nxt, rb, x.d, x.sums, _mm512_setzero_ps());
       TailPair<kQ4, kFused>(ra + 16 * wbytes, rb + 16 * wbytes, x.q + 16 * 32, x.d + 16, x.sums + 32, blocks - 16, la, lb);
-      y[order(r) * y_stride] = FoldLanes(la);
-      y[order(r + 1) * y_stride] = FoldLanes(lb);
+      y[runs.row(r) * y_stride] = FoldLanes(la);
+      y[runs.row(r + 1) * y_stride] = FoldLanes(lb);
     }
   }
   for (; r < rows; ++r) {
     const unsigned char* row = at(r);
     const bool more = r + 1 < rows;
-    PrefetchAhead(row, 16 * wbytes, x.prefetch_bytes);
+    ahead_prefetch(row, 16 * wbytes, x.prefetch_bytes);
     if (more) Partials16<kQ4>(at(r + 1), xq, nxt);
     __m512 lanes = Finish16<kQ4, kFused>(cur, row, x.d, x.sums, _mm512_setzero_ps());
     if (blocks > 16) lanes = TailGroup<kQ4, kFused>(row + 16 * wbytes, x.q + 16 * 32, x.d + 16, x.sums + 32, blocks - 16, lanes);
-    y[order(r) * y_stride] = FoldLanes(lanes);
+    y[runs.row(r) * y_stride] = FoldLanes(lanes);
     if (more)
       for (int i = 0; i < kRegs; ++i) cur[i] = nxt[i];
   }
 }
 
-// The rows at w, y[r * y_stride] = kRow's dot of row r (same bits in any order), each row after
-// prefetching the next row of its run into L2 in a burst (qactivation::burst_bytes): from
-// kTwoRuns rows on in two runs taken in turns, each row by kRowAhead (the kernel that prefetches
-// its run's weights at the tuning's distance, where it differs from kRow), fewer in order by
-// kRow. For the K formats the two runs and the prefetch go together: on the Xeon guest, from
+// The rows at w in row_runs' order, y[r * y_stride] = kRow's dot of row r (same bits in any
+// order), each row after prefetching the next row of its run into L2 in a burst
+// (qactivation::burst_bytes); with two runs each row by kRowAhead (the kernel that prefetches
+// its run's weights at the tuning's distance, where it differs from kRow). For the K formats the two runs and the prefetch go together: on the Xeon guest, from
 // DRAM at one thread, two runs without a prefetch made q6_K 11008 x 4096 slower (3.03 ->
 // 3.75-3.79 ms) and a single run with it slower still (1.14 -> 1.49 ms at 4096²), but both at
 // once, against one run without (alternated twice): q4_K 4096² 0.93 -> 0.81 ms, 11008 x 4096
@@ -391,31 +373,22 @@ template <float (*kRow)(const unsigned char*, const qactivation&, index_t),
           float (*kRowAhead)(const unsigned char*, const qactivation&, index_t)>
 CT_AVX512_VNNI void RowsInRuns(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
                                float* y, index_t y_stride) {
-  const auto one = [&](index_t r, index_t end, bool ahead) {
+  const row_runs runs(rows);
+  for (index_t j = 0; j < rows; ++j) {
+    const index_t r = runs.row(j);
     const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
-    if (r + 1 < end) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
-    y[r * y_stride] = ahead ? kRowAhead(row, x, blocks) : kRow(row, x, blocks);
-  };
-  if (rows >= kTwoRuns) {
-    const index_t h = (rows + 1) / 2;
-    for (index_t i = 0; i < h; ++i) {
-      one(i, h, true);
-      if (h + i < rows) one(h + i, rows, true);
-    }
-    return;
+    if (r + 1 < runs.run_end(r)) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
+    y[r * y_stride] = runs.two() ? kRowAhead(row, x, blocks) : kRow(row, x, blocks);
   }
-  for (index_t r = 0; r < rows; ++r) one(r, rows, false);
 }
 
-// Rows of at least 32 blocks (RowsInRuns): from kTwoRuns rows on, the first and the second half of the
-// rows are taken in turns (row i, then row h + i), so the weights come from memory as two
-// streams far apart rather than one (the read bound's pass reads two halves likewise). Each
-// row is DotRow's, whatever the order (same bits). On the Xeon guest (family 6 model 167),
+// Rows of at least 32 blocks (RowsInRuns): row_runs' order, two runs of rows in turns from 64
+// rows on. Each row is DotRow's, whatever the order (same bits). On the Xeon guest (family 6 model 167),
 // from DRAM, one thread, alternated with the one-stream order in three rounds: q8_0 4096²
 // 1.48-1.51 -> 1.42-1.43 ms, 11008 x 4096 3.64-3.67 -> 3.48-3.50; q4_0 0.79-0.81 -> 0.76 and
 // 2.08-2.10 -> 2.00-2.05; two workers 2-5% faster; no change with the weights in L3 or for the
-// Llama bench's generation (prefetch then into L2 at 6 KiB; PrefetchAhead has the L1 one's
-// numbers). Three or four runs measured no better than two.
+// Llama bench's generation (prefetch then into L2 at 6 KiB; the weight prefetch's comment
+// above DotRow has the L1 one's numbers). Three or four runs measured no better than two.
 template <bool kQ4, bool kFused>
 CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
                                float* y, index_t y_stride) {
@@ -458,7 +431,7 @@ CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index
     }
   };
   for (; s + 8 <= blocks; s += 8, w += 8 * q4_K_bytes) {
-    if constexpr (kPrefetch) PrefetchAhead(w, 8 * q4_K_bytes, x.prefetch_bytes);
+    if constexpr (kPrefetch) ahead_prefetch(w, 8 * q4_K_bytes, x.prefetch_bytes);
     __m256i a[8], b[8];
     std::int32_t dd[8];  // each super-block's d (low half) and dmin (high half), float16
 #pragma GCC unroll 8
@@ -515,7 +488,7 @@ CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index
     for (int i = 0; i < 8; ++i) acc = mm::muladd<kFused>(m[i], f[i], acc);
   };
   for (; s + 8 <= blocks; s += 8, w += 8 * q6_K_bytes) {
-    if constexpr (kPrefetch) PrefetchAhead(w, 8 * q6_K_bytes, x.prefetch_bytes);
+    if constexpr (kPrefetch) ahead_prefetch(w, 8 * q6_K_bytes, x.prefetch_bytes);
     __m256i t[8];
     std::uint16_t d16[8];
 #pragma GCC unroll 8

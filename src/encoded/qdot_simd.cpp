@@ -116,16 +116,6 @@ HWY_INLINE void RunSuperBlocks(index_t blocks, Partial partial, Step step, float
   }
 }
 
-// The `bytes` weight bytes `ahead` past the super-block at sb into L1 (0: none; contiguous
-// super-blocks together cover every line). Speed only: the K formats' two-run row loop
-// (QDotKRows) asks for it.
-HWY_INLINE void PrefetchSuperBlock(const unsigned char* sb, index_t bytes, index_t ahead) {
-  if (ahead == 0) return;
-  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(sb) + static_cast<std::uintptr_t>(ahead);
-  for (index_t c = 0; c < bytes; c += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(at + static_cast<std::uintptr_t>(c)), _MM_HINT_T0);
-}
-
 // q4_K, one row against V vectors: per 64-value chunk c, the low nibbles (sub-block 2c) and
 // high nibbles (2c + 1) against their 32 activation quants, each pair sum times the sub-block's
 // scale; the eight 6-bit scales and mins unpacked in a vector register (the AVX-512 kernel's
@@ -137,7 +127,7 @@ HWY_INLINE void Q4KRow(const unsigned char* w, const qactivation* const* xs, ind
   const __m256i low = _mm256_set1_epi8(0x0f);
   const auto partial = [&](index_t s, __m256i (&out)[V][2]) {
     const unsigned char* sb = w + static_cast<std::size_t>(s) * q4_K_bytes;
-    PrefetchSuperBlock(sb, q4_K_bytes, ahead);
+    ahead_prefetch(sb, q4_K_bytes, ahead);  // 0 unless QDotKRows asks (contiguous super-blocks cover every line)
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 4));
     const __m128i low6 = _mm_and_si128(v, _mm_set1_epi8(0x3f));
     const __m128i w2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa), _mm_setr_epi32(0, 4, 0, 0));
@@ -185,7 +175,7 @@ HWY_INLINE void Q6KRow(const unsigned char* w, const qactivation* const* xs, ind
   const __m256i low = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(0x03);
   const auto partial = [&](index_t s, __m256i (&out)[V][1]) {
     const unsigned char* sb = w + static_cast<std::size_t>(s) * q6_K_bytes;
-    PrefetchSuperBlock(sb, q6_K_bytes, ahead);
+    ahead_prefetch(sb, q6_K_bytes, ahead);  // as in Q4KRow
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 192)));
     // the scales of groups 8h..8h + 7 in both 128-bit halves
     const __m256i half_scs[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00), _mm256_permute2x128_si256(sc16, sc16, 0x11)};
@@ -239,9 +229,9 @@ float QDotQ6K(const unsigned char* w, const qactivation& x, index_t blocks) {
   return acc[0];
 }
 
-// q4_K / q6_K rows: from 64 rows on two runs of rows in turns, each super-block prefetching
+// q4_K / q6_K rows in row_runs' order; with two runs each super-block prefetching
 // its run's weights x.prefetch_bytes ahead, as the AVX-512 kernels do (qdot_avx512.cpp's
-// RowsInRuns says why both); fewer rows in order, without. Each row's value is QDotQ4K's /
+// RowsInRuns says why both), with one run not. Each row's value is QDotQ4K's /
 // QDotQ6K's (same bits). Forced on the Xeon guest (CT_SIMD_TARGET=AVX2), from DRAM at one
 // thread, against the generic one-run loop in three alternated rounds: q4_K 4096² 1.11-1.16 ->
 // 0.91-0.96 ms, 11008 x 4096 2.96-3.52 -> 2.32-2.51; q6_K 1.66-1.78 -> 1.04-1.08, 3.93-4.04 ->
@@ -250,16 +240,15 @@ template <bool kFused, bool kQ6>
 void QDotKRows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks, float* y,
                index_t y_stride) {
   const qactivation* xs[1] = {&x};
-  const bool two = rows >= 64;
-  const index_t h = two ? (rows + 1) / 2 : rows;
+  const row_runs runs(rows);
+  const index_t ahead = runs.two() ? x.prefetch_bytes : 0;
   for (index_t j = 0; j < rows; ++j) {
-    const index_t r = !two ? j : j % 2 == 0 ? j / 2 : h + j / 2;  // rows 0, h, 1, h + 1, ...
-    const index_t end = r < h ? h : rows;                          // the end of r's run
+    const index_t r = runs.row(j);
     const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
-    if (r + 1 < end) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
+    if (r + 1 < runs.run_end(r)) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
     float acc[1] = {0.0f};
-    if constexpr (kQ6) Q6KRow<kFused, 1>(row, xs, blocks, acc, two ? x.prefetch_bytes : 0);
-    else Q4KRow<kFused, 1>(row, xs, blocks, acc, two ? x.prefetch_bytes : 0);
+    if constexpr (kQ6) Q6KRow<kFused, 1>(row, xs, blocks, acc, ahead);
+    else Q4KRow<kFused, 1>(row, xs, blocks, acc, ahead);
     y[r * y_stride] = acc[0];
   }
 }
@@ -361,13 +350,9 @@ template <bool kQ4, bool kFused>
 HWY_INLINE float Dot32(const unsigned char* w, const qactivation& x, index_t blocks) {
   constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  const auto prefetch = static_cast<std::uintptr_t>(x.prefetch_bytes);
   index_t g = 0;
   for (; g + 16 <= blocks; g += 16) {
-    // (an address, not a pointer into w: it may lie past the row's end)
-    const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(w + g * wbytes) + prefetch;
-    for (index_t c = 0; c < 16 * wbytes; c += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<std::uintptr_t>(c)), _MM_HINT_T0);
+    ahead_prefetch(w + g * wbytes, 16 * wbytes, x.prefetch_bytes);
     acc[0] = FullGroup<kQ4, kFused>(w + g * wbytes, x.q + g * 32, x.d + g, x.sums + 2 * g, acc[0]);
     acc[1] = FullGroup<kQ4, kFused>(w + (g + 8) * wbytes, x.q + (g + 8) * 32, x.d + g + 8, x.sums + 2 * (g + 8), acc[1]);
   }
@@ -410,18 +395,8 @@ float QDot32(const unsigned char* w, const qactivation& x, index_t blocks) {
   return Dot32<kQ4, kFused>(w, x, blocks);
 }
 
-// Row r of the rows at w, first prefetching the next row's burst when r + 1 < end (the next
-// row of the same run).
-template <bool kQ4, bool kFused>
-HWY_INLINE void OneRow(const unsigned char* w, std::size_t row_bytes, index_t r, index_t end, const qactivation& x,
-                       index_t blocks, float* y, index_t y_stride) {
-  const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
-  if (r + 1 < end) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
-  y[r * y_stride] = Dot32<kQ4, kFused>(row, x, blocks);
-}
-
-// From 64 rows on, the first and second half of the rows in turns (two weight streams, as
-// qdot_avx512.cpp's QDot32Rows says; the same bits in any order). This kernel forced on the Xeon
+// The rows in row_runs' order (two weight streams, as qdot_avx512.cpp's RowsInRuns says; the
+// same bits in any order), each after its run's next row's burst. This kernel forced on the Xeon
 // guest (CT_SIMD_TARGET=AVX2), from DRAM at one thread: q8_0 4096² 1.69-1.75 -> 1.45 ms, 11008 x
 // 4096 4.62-4.68 -> 3.71; q4_0 0.93-0.98 -> 0.74, 2.45-2.64 -> 1.94-1.97 (prefetch distance 6
 // KiB; 3 KiB, the tuning's L1d / 16 now, measured 0-8% faster again). Not measured on an
@@ -429,16 +404,13 @@ HWY_INLINE void OneRow(const unsigned char* w, std::size_t row_bytes, index_t r,
 template <bool kQ4, bool kFused>
 void QDot32Rows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks, float* y,
                 index_t y_stride) {
-  constexpr index_t kTwoRuns = 64;
-  if (rows >= kTwoRuns) {
-    const index_t h = (rows + 1) / 2;
-    for (index_t i = 0; i < h; ++i) {
-      OneRow<kQ4, kFused>(w, row_bytes, i, h, x, blocks, y, y_stride);
-      if (h + i < rows) OneRow<kQ4, kFused>(w, row_bytes, h + i, rows, x, blocks, y, y_stride);
-    }
-    return;
+  const row_runs runs(rows);
+  for (index_t j = 0; j < rows; ++j) {
+    const index_t r = runs.row(j);
+    const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
+    if (r + 1 < runs.run_end(r)) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
+    y[r * y_stride] = Dot32<kQ4, kFused>(row, x, blocks);
   }
-  for (index_t r = 0; r < rows; ++r) OneRow<kQ4, kFused>(w, row_bytes, r, rows, x, blocks, y, y_stride);
 }
 
 #endif

@@ -36,6 +36,17 @@ auto under_scalar(F f) {
   return f();
 }
 
+// product() gives the scalar backend's bits on every simd target (what: the case, for INFO).
+template <class F>
+void check_every_target(const std::string& what, F product) {
+  const auto want = under_scalar(product);
+  for (const std::int64_t t : kt::simd_available_targets()) {
+    const ct_test_kernels::pinned_target pin(t);
+    INFO(what << " on " << kt::simd_target_label(t));
+    CHECK(ct_test::bitwise_equal(product(), want));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("CT_SIMD_TARGET: every available target by its name in any case; other names refused", "[targets]") {
@@ -132,12 +143,7 @@ TEST_CASE("every simd target: encoded products give the portable kernels' bits",
     const ct::index_t k = std::string(name).back() == 'K' ? 9 * 256 : 33 * 32;
     const auto w = ct::encode(ct::random_uniform<float>({67, k}, 18, -1.0f, 1.0f), ct::find_format(name));
     const auto xk = ct::random_uniform<float>({k}, 19, -2.0f, 2.0f);
-    const auto v = under_scalar([&] { return ct::matmul(w, xk); });
-    for (const std::int64_t t : kt::simd_available_targets()) {
-      const ct_test_kernels::pinned_target pin(t);
-      INFO(name << " 67 rows of K " << k << " on " << kt::simd_target_label(t));
-      CHECK(ct_test::bitwise_equal(ct::matmul(w, xk), v));
-    }
+    check_every_target(std::string(name) + " 67 rows of K " + std::to_string(k), [&] { return ct::matmul(w, xk); });
   }
   // The K formats' kernels sum eight super-blocks at a time: rows of 11 (a batch and a tail);
   // and x·wᵀ takes eight activation vectors per call of their multi-vector form (11: one call
@@ -146,14 +152,8 @@ TEST_CASE("every simd target: encoded products give the portable kernels' bits",
     const auto w = ct::encode(ct::random_uniform<float>({9, 11 * 256}, 15, -1.0f, 1.0f), ct::find_format(name));
     const auto xk = ct::random_uniform<float>({11 * 256}, 16, -2.0f, 2.0f);
     const auto xm = ct::random_uniform<float>({11, 11 * 256}, 17, -2.0f, 2.0f);
-    const auto v = under_scalar([&] { return ct::matmul(w, xk); });
-    const auto m = under_scalar([&] { return ct::matmul(xm, w.transpose()); });
-    for (const std::int64_t t : kt::simd_available_targets()) {
-      const ct_test_kernels::pinned_target pin(t);
-      INFO(name << " 11 super-blocks on " << kt::simd_target_label(t));
-      CHECK(ct_test::bitwise_equal(ct::matmul(w, xk), v));
-      CHECK(ct_test::bitwise_equal(ct::matmul(xm, w.transpose()), m));
-    }
+    check_every_target(std::string(name) + " 11 super-blocks, w x", [&] { return ct::matmul(w, xk); });
+    check_every_target(std::string(name) + " 11 super-blocks, x wᵀ", [&] { return ct::matmul(xm, w.transpose()); });
   }
   // bf16 / f16 gemv widens inside the dot product: rows whose K ends in a partial set of the
   // 32 virtual lanes (and 11 rows: full passes of every target's row count and a remainder).
@@ -161,12 +161,7 @@ TEST_CASE("every simd target: encoded products give the portable kernels' bits",
     for (ct::index_t k : {45, 83}) {
       const auto w = ct::encode(ct::random_uniform<float>({11, k}, 13, -1.0f, 1.0f), ct::find_format(name));
       const auto xk = ct::random_uniform<float>({k}, 14, -2.0f, 2.0f);
-      const auto v = under_scalar([&] { return ct::matmul(w, xk); });
-      for (const std::int64_t t : kt::simd_available_targets()) {
-        const ct_test_kernels::pinned_target pin(t);
-        INFO(name << " K " << k << " on " << kt::simd_target_label(t));
-        CHECK(ct_test::bitwise_equal(ct::matmul(w, xk), v));
-      }
+      check_every_target(std::string(name) + " K " + std::to_string(k), [&] { return ct::matmul(w, xk); });
     }
 }
 

@@ -25,7 +25,7 @@ namespace {
 // Software prefetch of the bytes a tile will read `distance` bytes from now (the plan's
 // prefetch_distance, tuning.hpp). Prefetches never fault: running past an operand's end is harmless.
 // Always inlined: GCC may delete calls to a function whose only effect is a prefetch (it did to
-// qdot_avx512.cpp's PrefetchAhead).
+// the AVX-512 encoded kernels' weight prefetch, ahead_prefetch in src/encoded/qdot.hpp).
 inline __attribute__((always_inline)) void prefetch_ahead(const unsigned char* p, index_t bytes, index_t distance) {
   for (index_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + distance + b);
 }
