@@ -242,15 +242,16 @@ void sub_unary_sum(sub_unary_sum_tile_fn<T> fn, binary_tile_fn<T> sub, unary_til
                    T* d, index_t n, lane_accumulator& acc);
 
 /// A whole row of layer norm's shape in one call: the three passes the evaluator would run as
-/// sum_with(resolve_sum(streamed)) of x; sub_unary_sum(square) of x - m into d; and the output
+/// sum_with(resolve_sum(streamed)) of x; sub_unary_sum(square) of d = x - m; and the output
 /// y = d * r (norm_output::mul), (d * r) * w (mul_mul), or resolve_scale_then's (d * r) * w + c
-/// with c varying (mul_add) or one value (mul_add_uniform_c) — bitwise, lane by lane. Between
-/// the passes it calls stage(ctx, 0, s) with x's sum (sum_result of its lanes), which returns
-/// where m is, then stage(ctx, 1, s) with the sum of the squares, which returns where r is:
-/// the caller computes the group's one-value steps (mean, 1/sqrt(var + eps)) its usual way.
-/// d holds n elements, acc is scratch for the lanes; stream: y is written with non-temporal
-/// stores as resolve_scale_then's stream variant does (the caller fences). nullptr for the
-/// scalar backend, and for the multiply-add outputs where resolve_scale_then has none.
+/// with c varying (mul_add) or one value (mul_add_uniform_c) — bitwise, lane by lane, though d
+/// is formed again from x in the output pass rather than stored. Between the passes it calls
+/// stage(ctx, 0, s) with x's sum (sum_result of its lanes), which returns where m is, then
+/// stage(ctx, 1, s) with the sum of the squares, which returns where r is: the caller computes
+/// the group's one-value steps (mean, 1/sqrt(var + eps)) its usual way. acc is scratch for the
+/// lanes; stream: y is written with non-temporal stores as resolve_scale_then's stream variant
+/// does (the caller fences). nullptr for the scalar backend, and for the multiply-add outputs
+/// where resolve_scale_then has none.
 ///
 /// It takes one or two rows (count), each with its own operands and lanes. Two rows run each
 /// pass for both before the next stage, so that one row's chain between passes (the lanes'
@@ -264,7 +265,6 @@ using norm_row_stage_fn = const T* (*)(void* ctx, int stage, double sum);
 template <class T>
 struct norm_row_io {
   const T* x;
-  T* d;
   T* y;
   const T* w;
   const T* c;

@@ -184,12 +184,11 @@ HWY_INLINE void WithBinaryOp(binary_op op, F&& f) {
   }
 }
 
-// ---- tile functions the fused kernels call as they are -------------------------------------
-// Handed out by resolve_binary / resolve_scale_then (simd_elementwise.cpp) and called directly
-// by the layer-norm row (simd_fused.cpp) for its output pass. CT_KERNELS_TILE_CALLEE keeps the
-// row's code what it was when both files were one: g++ then called the very function the
-// resolvers hand out, but alone with the row it inlined them into it, or (noinline only)
-// called a clone taking u[0] by value. Clang inlined them then and still does: no attribute.
+// ---- tile functions handed out by resolve_binary / resolve_scale_then -----------------------
+// (simd_elementwise.cpp). The layer-norm row (simd_fused.cpp) called them directly for its
+// output pass until it formed x - m there itself (SubScaleThenTile); CT_KERNELS_TILE_CALLEE
+// kept g++ calling the very functions the resolvers hand out (alone with the row it inlined
+// them, or called a clone taking u[0] by value). Clang inlines them: no attribute.
 #ifndef CT_KERNELS_TILE_CALLEE
 #if defined(__GNUC__) && !defined(__clang__)
 #define CT_KERNELS_TILE_CALLEE __attribute__((noinline, noclone))

@@ -204,10 +204,11 @@ template <bool kFused, class T>
 void SubSquareSumTile(const T* x, const T* u, T* d, index_t n, double* lane, bool fresh) {
   UnarySumLoop<unary_op::square, kFused, true, true>(x, d, n, lane, fresh, u);
 }
-/// SubSquareSumTile calling round() once per round (NormRowsOf's prefetches).
-template <bool kFused, class T, class Round>
-HWY_INLINE void SubSquareSumRounds(const T* x, const T* u, T* d, index_t n, double* lane, Round round) {
-  UnarySumLoop<unary_op::square, kFused, true, true>(x, d, n, lane, true, u, round);
+/// SubSquareSumTile's sums without its store of d (NormRowsOf's output pass forms x - u again),
+/// calling round() once per round (NormRowsOf's prefetches).
+template <bool kFused, class T, class Round = NoRound>
+HWY_INLINE void SubSquareSums(const T* x, const T* u, index_t n, double* lane, Round round = {}) {
+  UnarySumLoop<unary_op::square, kFused, false, true>(x, static_cast<T*>(nullptr), n, lane, true, u, round);
 }
 #endif
 template <class T>
@@ -227,6 +228,28 @@ sub_unary_sum_tile_fn<double> ResolveSubUnarySumF64(unary_op op, bool fused) { r
 // ---- a whole row of layer norm's shape (resolve_norm_row) -----------------------------------
 
 #if HWY_TARGET != HWY_SCALAR
+/// Layer norm's output pass from x itself: x - m rounded to T exactly as the variance pass
+/// rounds it, then resolve_binary's multiply or resolve_scale_then's multiplies and add, lane by
+/// lane. Forming x - m again here instead of storing it in the variance pass and reading it
+/// back (one store stream fewer per row, x is in L1 by then) made 8192 x 1024 floats 4-8%
+/// faster on the Xeon guest (docs/performance.md, fourteenth session).
+template <norm_output kOut, bool kFused, class T, bool kStream>
+HWY_INLINE void SubScaleThenTile(const T* x, const T* m, const T* r, const T* w, const T* c, T* y, index_t n) {
+  const hn::ScalableTag<T> d;
+  using D = decltype(d);
+  using V = hn::Vec<D>;
+  if constexpr (kOut == norm_output::mul)
+    ForEachVector<kStream>(d, y, n, [](V p, V u, V q) { return hn::Mul(hn::Sub(p, u), q); }, Operand<false, D>{x},
+                           Operand<true, D>{m}, Operand<true, D>{r});
+  else if constexpr (kOut == norm_output::mul_mul)
+    ForEachVector<kStream>(d, y, n, [](V p, V u, V q, V s) { return hn::Mul(hn::Mul(hn::Sub(p, u), q), s); },
+                           Operand<false, D>{x}, Operand<true, D>{m}, Operand<true, D>{r}, Operand<false, D>{w});
+  else
+    ForEachVector<kStream>(
+        d, y, n, [](V p, V u, V q, V s, V t) { return Fma<kFused>(hn::Mul(hn::Sub(p, u), q), s, t); }, Operand<false, D>{x},
+        Operand<true, D>{m}, Operand<true, D>{r}, Operand<false, D>{w}, Operand<kOut == norm_output::mul_add_uniform_c, D>{c});
+}
+
 /// The three passes of kernels::resolve_norm_row for kRows rows, each pass for every row
 /// before the next stage (see norm_row_fn).
 ///
@@ -262,14 +285,11 @@ HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, bool streamed, n
   HWY_UNROLL(2)
   for (int i = 0; i < kRows; ++i) {
     const T* x = io[i].x;
-    T* d = io[i].d;
     double* lane = io[i].acc->lane;
-    if (streamed)
-      SubSquareSumRounds<kFused>(x, &m[i], d, whole, lane, ahead(i, whole / reduce_lanes * static_cast<index_t>(kHalfRound)));
-    else SubSquareSumTile<kFused, T>(x, &m[i], d, whole, lane, true);
+    if (streamed) SubSquareSums<kFused>(x, &m[i], whole, lane, ahead(i, whole / reduce_lanes * static_cast<index_t>(kHalfRound)));
+    else SubSquareSums<kFused>(x, &m[i], whole, lane);
     for (index_t k = whole; k < n; ++k) {
       const T t = x[k] - m[i];
-      d[k] = t;
       const T square = t * t;  // its own statement: rounded before the add, as scalar_sum adds it
       lane[k - whole] += static_cast<double>(square);
     }
@@ -277,25 +297,16 @@ HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, bool streamed, n
   T r[kRows];
   HWY_UNROLL(2)
   for (int i = 0; i < kRows; ++i) r[i] = *stage(ctx, 1, sum_result(*io[i].acc));
-  // the tile functions resolve_binary and resolve_scale_then give the runner's output pass
   HWY_UNROLL(2)
-  for (int i = 0; i < kRows; ++i) {
-    if constexpr (kOut == norm_output::mul)
-      BinaryOpTile<binary_op::mul, false, true, T, kStream>(io[i].d, &r[i], io[i].y, n);
-    else if constexpr (kOut == norm_output::mul_mul)
-      ScaleThenTile<false, false, false, T, kStream>(io[i].d, &r[i], io[i].w, nullptr, io[i].y, n);
-    else
-      ScaleThenTile<true, kFused, kOut == norm_output::mul_add_uniform_c, T, kStream>(io[i].d, &r[i], io[i].w, io[i].c,
-                                                                                     io[i].y, n);
-  }
+  for (int i = 0; i < kRows; ++i) SubScaleThenTile<kOut, kFused, T, kStream>(io[i].x, &m[i], &r[i], io[i].w, io[i].c, io[i].y, n);
 }
 
-/// The three passes of kernels::resolve_norm_row in one function, each the tile function the
-/// runner would call (for streamed rows the same loops with NormRowsOf's prefetches, through
-/// their round callable): AccumulateLanes (resolve_sum's) and SubSquareSumTile over the whole
-/// 32-element rounds, the rest of the row fed element by element as by_lane_rounds feeds a
-/// tail, then ScaleThenTile or BinaryOpTile's multiply. Calling them through the evaluator's
-/// runner cost ~45 ns of bookkeeping per row on top of them.
+/// The three passes of kernels::resolve_norm_row in one function, each with the arithmetic of
+/// the tile function the runner would call (for streamed rows the same loops with NormRowsOf's
+/// prefetches, through their round callable): AccumulateLanes (resolve_sum's) and
+/// SubSquareSumTile's sums over the whole 32-element rounds, the rest of the row fed element by
+/// element as by_lane_rounds feeds a tail, then SubScaleThenTile. Calling them through the
+/// evaluator's runner cost ~45 ns of bookkeeping per row on top of them.
 template <norm_output kOut, bool kFused, bool kStream, class T>
 void NormRow(const norm_row_io<T>* io, int count, index_t n, bool streamed, norm_row_stage_fn<T> stage, void* ctx) {
   if (count == 2) NormRowsOf<kOut, kFused, kStream, 2>(io, n, streamed, stage, ctx);

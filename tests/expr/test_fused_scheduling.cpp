@@ -105,6 +105,15 @@ TEST_CASE("layer_norm and rms_norm are bitwise the same under the scalar and sim
       CHECK(ct_test::bitwise_equal(ln_s, ln_v));
       CHECK(ct_test::bitwise_equal(rms_s, rms_v));
       CHECK(ct_test::bitwise_equal(lnd_s, lnd_v));
+      // In place (the destination is x itself): the norm kernel's output pass reads x again
+      // where the row's results go, so each row must be read before it is written.
+      ct::settings_scope scope({ct::backend::simd, f});
+      auto xi = x.clone();
+      auto xdi = xd.clone();
+      ct::eval(ct::layer_norm(xi, -1, 1e-5f, w, b), xi);
+      ct::eval(ct::layer_norm(xdi, -1, 1e-9), xdi);
+      CHECK(ct_test::bitwise_equal(xi, ln_s));
+      CHECK(ct_test::bitwise_equal(xdi, lnd_s));
     }
   }
 }

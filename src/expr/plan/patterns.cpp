@@ -179,7 +179,6 @@ void decide_norm_rows(plan& pl) {
   nr.s1 = f0.r;
   nr.s2 = s2;
   nr.m = sf.a[1];
-  nr.d_at = sf.out_at;
   if (pl.narrow_dest) {  // the kernel writes float32: into the row cache, then rounded
     nr.y_at = pl.cache_at + pl.cache_bytes;
     pl.cache_bytes += (static_cast<std::size_t>(pl.geo.reduced) * sizeof(float) + 63) / 64 * 64;
@@ -198,11 +197,7 @@ void decide_norm_rows(plan& pl) {
     for (int a : code[at(us.i)].args) pairs = pairs && !written_first(a);
     pairs = pairs && us.i != nr.c_one;
   }
-  if (pairs) {
-    nr.pairs = true;
-    nr.d2_at = pl.cache_at + pl.cache_bytes;
-    pl.cache_bytes += (static_cast<std::size_t>(pl.geo.reduced) * static_cast<std::size_t>(esize) + 63) / 64 * 64;
-  }
+  nr.pairs = pairs;
   pl.norm = nr;
 }
 

@@ -190,7 +190,8 @@ struct pass_plan {
 /// forms x - m into the row cache and sums its squares, and the output pass only multiplies
 /// that by the one value r (and a weight, and adds a bias — under the separate FMA policy in
 /// a step of its own) into a contiguous destination. Each group is then one
-/// kernels::resolve_norm_row call (fn; nullptr: not this shape).
+/// kernels::resolve_norm_row call (fn; nullptr: not this shape), which forms x - m again in
+/// its output pass instead of keeping it: the row cache's copy is not used then.
 struct norm_rows {
   void (*fn)() = nullptr;
   bool f64 = false, streamed = false;
@@ -198,13 +199,11 @@ struct norm_rows {
   int c_one = -1;                             // c as one value (instruction), or -1
   int s1 = -1, s2 = -1;                       // the two sums
   int m = -1, r = -1;                         // the one values the passes subtract and multiply by
-  std::size_t d_at = 0;                       // x - m in the row cache
   std::size_t y_at = 0;                       // a 16-bit destination: the float32 row, rounded once it is done
-  // Rows go to the kernel two at a time (norm_row_fn): the second row's x - m at d2_at. Only
-  // when no row is widened or narrowed and the second stage's one values do not read the first
+  // Rows go to the kernel two at a time (norm_row_fn), each with its own lanes. Only when no
+  // row is widened or narrowed and the second stage's one values do not read the first
   // stage's (a pair runs both rows' first stages before either second one).
   bool pairs = false;
-  std::size_t d2_at = 0;
 };
 
 /// Early extreme (decide_early_extreme): the first pass only feeds one value max (or min) with

@@ -348,8 +348,7 @@ struct group_runner {
       const std::vector<index_t>& off = i == 0 ? offsets : next_offsets;
       T* y = pl.narrow_dest ? reinterpret_cast<T*>(scratch + nr.y_at) : static_cast<T*>(pl.dest.data) + off.back();
       const T* c = nr.c_one >= 0 ? static_cast<const T*>(ptr[static_cast<std::size_t>(nr.c_one)]) : leaf(nr.c_leaf, off);
-      io[i] = {leaf(nr.x_leaf, off), reinterpret_cast<T*>(scratch + (i == 0 ? nr.d_at : nr.d2_at)), y, leaf(nr.w_leaf, off), c,
-               i == 0 ? &states[0].lanes : &pair_lanes};
+      io[i] = {leaf(nr.x_leaf, off), y, leaf(nr.w_leaf, off), c, i == 0 ? &states[0].lanes : &pair_lanes};
     }
     reinterpret_cast<kernels::norm_row_fn<T>>(nr.fn)(io, count, pl.tile, nr.streamed, &norm_stage<T>, this);
     if (pl.narrow_dest)
