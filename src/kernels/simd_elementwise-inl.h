@@ -184,43 +184,6 @@ HWY_INLINE void WithBinaryOp(binary_op op, F&& f) {
   }
 }
 
-// ---- tile functions handed out by resolve_binary / resolve_scale_then -----------------------
-// (simd_elementwise.cpp). The layer-norm row (simd_fused.cpp) called them directly for its
-// output pass until it formed x - m there itself (SubScaleThenTile); CT_KERNELS_TILE_CALLEE
-// kept g++ calling the very functions the resolvers hand out (alone with the row it inlined
-// them, or called a clone taking u[0] by value). Clang inlines them: no attribute.
-#ifndef CT_KERNELS_TILE_CALLEE
-#if defined(__GNUC__) && !defined(__clang__)
-#define CT_KERNELS_TILE_CALLEE __attribute__((noinline, noclone))
-#else
-#define CT_KERNELS_TILE_CALLEE
-#endif
-#endif
-
-template <binary_op kOp, bool kAU, bool kBU, class T, bool kStream>
-CT_KERNELS_TILE_CALLEE void BinaryOpTile(const T* a, const T* b, T* y, index_t n) {
-  const hn::ScalableTag<T> d;
-  using V = hn::Vec<decltype(d)>;
-  ForEachVector<kStream>(d, y, n, [](V p, V q) { return BinaryOp<kOp>(p, q); }, Operand<kAU, decltype(d)>{a},
-                Operand<kBU, decltype(d)>{b});
-}
-
-/// y = (x * u[0]) * w  or  (x * u[0]) * w + c: hn::Mul as BinaryOp<mul>, then hn::Mul or
-/// Fma<kFused> as the second tile function would, lane by lane: bitwise the two tile passes.
-template <bool kMulAdd, bool kFused, bool kCU, class T, bool kStream>
-CT_KERNELS_TILE_CALLEE void ScaleThenTile(const T* x, const T* u, const T* w, const T* c, T* y, index_t n) {
-  const hn::ScalableTag<T> d;
-  using D = decltype(d);
-  using V = hn::Vec<D>;
-  if constexpr (kMulAdd)
-    ForEachVector<kStream>(
-        d, y, n, [](V p, V q, V r, V t) { return Fma<kFused>(hn::Mul(p, q), r, t); }, Operand<false, D>{x},
-        Operand<true, D>{u}, Operand<false, D>{w}, Operand<kCU, D>{c});
-  else
-    ForEachVector<kStream>(d, y, n, [](V p, V q, V r) { return hn::Mul(hn::Mul(p, q), r); }, Operand<false, D>{x},
-                           Operand<true, D>{u}, Operand<false, D>{w});
-}
-
 }  // namespace HWY_NAMESPACE
 }  // namespace ct::detail::kernels
 HWY_AFTER_NAMESPACE();

@@ -2,8 +2,9 @@
 // functions resolve_binary / muladd / scale_then hand out: one pass, one operation per tile
 // (unary: simd_unary.cpp). simd_binary / simd_muladd call the functions the resolvers return.
 // The vector loop and the per-op vector functions live in simd_elementwise-inl.h (shared with
-// simd_fused.cpp, whose kernels must match these bitwise); the kernels that fuse several passes
-// into one are in simd_fused.cpp.
+// simd_fused.cpp, whose kernels must match these bitwise: its layer-norm row forms the same
+// multiplies and adds as ScaleThenTile after its own subtraction); the kernels that fuse
+// several passes into one are in simd_fused.cpp.
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/kernels/simd_elementwise.cpp"
@@ -20,6 +21,30 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- direct tile functions (resolve_*) -----------------------------------------------------
 // One compiled function per operation and uniform flags, so a caller can skip the switches.
+
+template <binary_op kOp, bool kAU, bool kBU, class T, bool kStream>
+void BinaryOpTile(const T* a, const T* b, T* y, index_t n) {
+  const hn::ScalableTag<T> d;
+  using V = hn::Vec<decltype(d)>;
+  ForEachVector<kStream>(d, y, n, [](V p, V q) { return BinaryOp<kOp>(p, q); }, Operand<kAU, decltype(d)>{a},
+                Operand<kBU, decltype(d)>{b});
+}
+
+/// y = (x * u[0]) * w  or  (x * u[0]) * w + c: hn::Mul as BinaryOp<mul>, then hn::Mul or
+/// Fma<kFused> as the second tile function would, lane by lane: bitwise the two tile passes.
+template <bool kMulAdd, bool kFused, bool kCU, class T, bool kStream>
+void ScaleThenTile(const T* x, const T* u, const T* w, const T* c, T* y, index_t n) {
+  const hn::ScalableTag<T> d;
+  using D = decltype(d);
+  using V = hn::Vec<D>;
+  if constexpr (kMulAdd)
+    ForEachVector<kStream>(
+        d, y, n, [](V p, V q, V r, V t) { return Fma<kFused>(hn::Mul(p, q), r, t); }, Operand<false, D>{x},
+        Operand<true, D>{u}, Operand<false, D>{w}, Operand<kCU, D>{c});
+  else
+    ForEachVector<kStream>(d, y, n, [](V p, V q, V r) { return hn::Mul(hn::Mul(p, q), r); }, Operand<false, D>{x},
+                           Operand<true, D>{u}, Operand<false, D>{w});
+}
 
 template <bool kAU, bool kBU, class T>
 HWY_INLINE binary_tile_fn<T> ResolveBinaryU(binary_op op, bool stream) {
