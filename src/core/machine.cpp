@@ -13,6 +13,21 @@
 #endif
 
 namespace ct {
+
+namespace detail {
+
+cache_sizes caches_from_amd_size_leaves(unsigned l1_ecx, unsigned l2_ecx, unsigned l3_edx) {
+  cache_sizes c;
+  c.l1d = std::size_t{(l1_ecx >> 24) & 0xFF} << 10;     // KiB in bits 31:24
+  c.l2 = std::size_t{(l2_ecx >> 16) & 0xFFFF} << 10;    // KiB in bits 31:16
+  c.l3 = std::size_t{(l3_edx >> 18) & 0x3FFF} << 19;   // 512 KiB units in bits 31:18
+  const std::size_t line = l1_ecx & 0xFF;               // bytes in bits 7:0
+  c.line = line != 0 ? line : 64;
+  return c;
+}
+
+}  // namespace detail
+
 namespace {
 
 // "32K" / "512K" / "32768K" / "1M" as sysfs writes sizes; 0 when unreadable.
@@ -92,7 +107,16 @@ bool caches_from_cpuid(cache_sizes& c) {
     found.line = line;
     any = true;
   }
-  if (!any || found.l1d == 0) return false;
+  if (!any || found.l1d == 0) {
+    // Some hypervisors leave 0x8000001D empty (an Oxide Zen 5 guest did) but fill AMD's
+    // older size leaves.
+    if (leaf != 0x8000001D || static_cast<unsigned>(__get_cpuid_max(0x80000000, nullptr)) < 0x80000006u) return false;
+    unsigned l1_ecx = 0, l2_ecx = 0, l3_edx = 0;
+    __cpuid(0x80000005, a, b, l1_ecx, d);
+    __cpuid(0x80000006, a, b, l2_ecx, l3_edx);
+    found = detail::caches_from_amd_size_leaves(l1_ecx, l2_ecx, l3_edx);
+    if (found.l1d == 0) return false;
+  }
   c = found;
   return true;
 }

@@ -34,11 +34,20 @@ struct machine_description {
   /// x86 model within the family.
   int model = 0;
   /// Cache sizes: from Linux's sysfs when it has them, else from CPUID leaf 4 (Intel) or
-  /// 0x8000001D (AMD), else the assumed 32 KiB / 512 KiB / 8 MiB.
+  /// 0x8000001D (AMD; when that is empty, AMD's 0x80000005 / 0x80000006), else the assumed
+  /// 32 KiB / 512 KiB / 8 MiB.
   cache_sizes caches;
   /// Where caches came from: "sysfs", "cpuid" or "assumed".
   std::string caches_source;
 };
+
+namespace detail {
+/// AMD's older cache-size leaves, used when leaf 0x8000001D is empty (as some hypervisors
+/// leave it): L1d KiB in 0x80000005 ECX[31:24] and its line in ECX[7:0], L2 KiB in
+/// 0x80000006 ECX[31:16], L3 in 512 KiB units in 0x80000006 EDX[31:18]. Zero where a leaf
+/// says nothing. Exposed for its test.
+cache_sizes caches_from_amd_size_leaves(unsigned l1_ecx, unsigned l2_ecx, unsigned l3_edx);
+}  // namespace detail
 
 /// The description of the CPU this process runs on, detected on first use (thread-safe).
 const machine_description& this_machine();
