@@ -12,15 +12,18 @@
 // bound_dram/… and gemv_dram/…: the same, but each repetition reads the next of several copies
 // of the weights (encoded views over one buffer of at least 512 MiB), so every byte comes
 // from DRAM — the case of a model far larger than the caches, which the issue's "DRAM read
-// bound" names.
+// bound" names. bound_dram/…/2t: that read split in halves over two threads (the caller and the
+// pool's thread), the bound of gemv_dram/…/2t.
 // prompt/<format>/128x4096x4096: ct::matmul(x, w.transpose()) for 128 activation rows (a
 // prompt), beside prompt/sgemm/…: ct's float32 matmul of the same shape (x [128, 4096] times a
 // float [4096, 4096] weight transposed). Counter MAC/s: multiply-accumulates per second.
 #include <benchmark/benchmark.h>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <cstdint>
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -110,6 +113,29 @@ void bound_dram(benchmark::State& state, std::string format, index_t n, index_t 
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(c.views[0].size_bytes()));
 }
 
+// bound_dram split in halves over the caller and the helper pool's thread: what two cores can
+// read, the bound of gemv_dram/…/2t. (On a machine where one core nearly fills the memory
+// system, two workers cannot be twice one, and this says by how much.)
+void bound_dram_2t(benchmark::State& state, std::string format, index_t n, index_t k) {
+  const auto& c = copies(format, n, k);
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const auto& w = c.views[i++ % c.views.size()];
+    const std::size_t half = w.size_bytes() / 2 / 64 * 64;
+    std::atomic<bool> done{false};
+    std::uint64_t other = 0;
+    boost::asio::post(helper_pool(), [&] {
+      other = ct_bench::read_all(w.data() + half, w.size_bytes() - half);
+      done.store(true, std::memory_order_release);
+    });
+    benchmark::DoNotOptimize(ct_bench::read_all(w.data(), half));
+    while (!done.load(std::memory_order_acquire)) {
+    }
+    benchmark::DoNotOptimize(other);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(c.views[0].size_bytes()));
+}
+
 void gemv_dram(benchmark::State& state, std::string format, index_t n, index_t k, int threads) {
   const auto& c = copies(format, n, k);
   const auto x = ct::random_uniform<float>({k}, 12, -1.0f, 1.0f);
@@ -165,6 +191,9 @@ const bool registered = [] {
                                      std::string(f), n, k, t)
             ->UseRealTime()->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("bound_dram/" + std::string(f) + "/" + shape).c_str(), bound_dram, std::string(f), n, k)
+          ->UseRealTime()->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("bound_dram/" + std::string(f) + "/" + shape + "/2t").c_str(), bound_dram_2t, std::string(f),
+                                   n, k)
           ->UseRealTime()->Unit(benchmark::kMillisecond);
       for (int t : {1, 2})
         benchmark::RegisterBenchmark(("gemv_dram/" + std::string(f) + "/" + shape + "/" + std::to_string(t) + "t").c_str(),

@@ -16,12 +16,12 @@ namespace ct {
 
 namespace detail {
 
-cache_sizes caches_from_amd_size_leaves(unsigned l1_ecx, unsigned l2_ecx, unsigned l3_edx) {
+cache_sizes caches_from_amd_size_leaves(unsigned l1_ecx, unsigned l2_ecx) {
   cache_sizes c;
-  c.l1d = std::size_t{(l1_ecx >> 24) & 0xFF} << 10;     // KiB in bits 31:24
-  c.l2 = std::size_t{(l2_ecx >> 16) & 0xFFFF} << 10;    // KiB in bits 31:16
-  c.l3 = std::size_t{(l3_edx >> 18) & 0x3FFF} << 19;   // 512 KiB units in bits 31:18
-  const std::size_t line = l1_ecx & 0xFF;               // bytes in bits 7:0
+  c.l1d = std::size_t{(l1_ecx >> 24) & 0xFF} << 10;   // KiB in bits 31:24
+  c.l2 = std::size_t{(l2_ecx >> 16) & 0xFFFF} << 10;  // KiB in bits 31:16
+  c.l3 = 0;  // 0x80000006 EDX is the package's L3, not this core's complex's: unknown
+  const std::size_t line = l1_ecx & 0xFF;             // bytes in bits 7:0
   c.line = line != 0 ? line : 64;
   return c;
 }
@@ -111,10 +111,10 @@ bool caches_from_cpuid(cache_sizes& c) {
     // Some hypervisors leave 0x8000001D empty (an Oxide Zen 5 guest did) but fill AMD's
     // older size leaves.
     if (leaf != 0x8000001D || static_cast<unsigned>(__get_cpuid_max(0x80000000, nullptr)) < 0x80000006u) return false;
-    unsigned l1_ecx = 0, l2_ecx = 0, l3_edx = 0;
+    unsigned l1_ecx = 0, l2_ecx = 0;
     __cpuid(0x80000005, a, b, l1_ecx, d);
-    __cpuid(0x80000006, a, b, l2_ecx, l3_edx);
-    found = detail::caches_from_amd_size_leaves(l1_ecx, l2_ecx, l3_edx);
+    __cpuid(0x80000006, a, b, l2_ecx, d);
+    found = detail::caches_from_amd_size_leaves(l1_ecx, l2_ecx);
     if (found.l1d == 0) return false;
   }
   c = found;
@@ -174,7 +174,7 @@ const machine_description& this_machine() {
 
 std::string describe(const machine_description& m) {
   std::string s = m.model_name + ", family " + std::to_string(m.family) + " model " + std::to_string(m.model);
-  s += ", L1d " + kib(m.caches.l1d) + ", L2 " + kib(m.caches.l2) + ", L3 " + (m.caches.l3 ? kib(m.caches.l3) : std::string("none"));
+  s += ", L1d " + kib(m.caches.l1d) + ", L2 " + kib(m.caches.l2) + ", L3 " + (m.caches.l3 ? kib(m.caches.l3) : std::string("none or unknown"));
   s += " (" + m.caches_source + ")";
   return s;
 }

@@ -41,14 +41,15 @@ TEST_CASE("this_machine describes a CPU with caches", "[tuning]") {
 
 TEST_CASE("AMD's legacy cache-size leaves decode to bytes", "[tuning]") {
   // The registers an Oxide Zen 5 guest (family 26 model 2) returned, whose 0x8000001D was
-  // empty: L1d 0x30 KiB with 64-byte lines, L2 0x400 KiB, L3 0x3F8 x 512 KiB.
-  CHECK(ct::detail::caches_from_amd_size_leaves(0x300C0140u, 0x04006140u, 0x0FE09140u) ==
-        ct::cache_sizes{48 * K, 1 * M, 1016 * 512 * K, 64});
-  // A Zen 4 core by the field layout: 32 KiB L1d, 1 MiB L2, 32 MiB L3 (64 x 512 KiB).
-  CHECK(ct::detail::caches_from_amd_size_leaves(0x20080140u, 0x04008140u, (64u << 18) | 0x9140u) ==
-        ct::cache_sizes{32 * K, 1 * M, 32 * M, 64});
+  // empty: L1d 0x30 KiB with 64-byte lines, L2 0x400 KiB. (Its 0x80000006 EDX said 0x3F8 x
+  // 512 KiB of L3, the package's; the decoder leaves the L3 unknown.)
+  CHECK(ct::detail::caches_from_amd_size_leaves(0x300C0140u, 0x04006140u) == ct::cache_sizes{48 * K, 1 * M, 0, 64});
+  // A Zen 3 core by the field layout: 32 KiB L1d 8-way, 512 KiB L2.
+  CHECK(ct::detail::caches_from_amd_size_leaves(0x20080140u, 0x02006140u) == ct::cache_sizes{32 * K, 512 * K, 0, 64});
   // Leaves that say nothing give zero sizes (detection then falls back to the assumed ones).
-  CHECK(ct::detail::caches_from_amd_size_leaves(0, 0, 0) == ct::cache_sizes{0, 0, 0, 64});
+  CHECK(ct::detail::caches_from_amd_size_leaves(0, 0) == ct::cache_sizes{0, 0, 0, 64});
+  // An unknown L3 sizes the streaming threshold from the L2 (8 x L2).
+  CHECK(ct::tuning::for_caches({48 * K, 1 * M, 0, 64}).stream_store_bytes == 8 * M);
 }
 
 TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {

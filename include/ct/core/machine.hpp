@@ -17,7 +17,7 @@ struct cache_sizes {
   std::size_t l1d = 0;
   /// Level-2 cache.
   std::size_t l2 = 0;
-  /// Level-3 cache shared by this core's complex; 0 when there is none.
+  /// Level-3 cache shared by this core's complex; 0 when there is none or its size is unknown.
   std::size_t l3 = 0;
   /// Cache line.
   std::size_t line = 64;
@@ -44,16 +44,18 @@ struct machine_description {
 namespace detail {
 /// AMD's older cache-size leaves, used when leaf 0x8000001D is empty (as some hypervisors
 /// leave it): L1d KiB in 0x80000005 ECX[31:24] and its line in ECX[7:0], L2 KiB in
-/// 0x80000006 ECX[31:16], L3 in 512 KiB units in 0x80000006 EDX[31:18]. Zero where a leaf
-/// says nothing. Exposed for its test.
-cache_sizes caches_from_amd_size_leaves(unsigned l1_ecx, unsigned l2_ecx, unsigned l3_edx);
+/// 0x80000006 ECX[31:16]. The L3 is left 0 (unknown): 0x80000006 EDX gives the package's
+/// total (508 MiB on a Zen 5 guest whose complexes have 32 MiB each), and budgets sized from
+/// it would treat data as cached that is not. Zero where a leaf says nothing. Exposed for its
+/// test.
+cache_sizes caches_from_amd_size_leaves(unsigned l1_ecx, unsigned l2_ecx);
 }  // namespace detail
 
 /// The description of the CPU this process runs on, detected on first use (thread-safe).
 const machine_description& this_machine();
 
 /// One line for logs and benchmark records, e.g. "AMD EPYC, family 25 model 1, L1d 32 KiB,
-/// L2 512 KiB, L3 32 MiB (sysfs)".
+/// L2 512 KiB, L3 32 MiB (sysfs)" ("L3 none or unknown" when l3 is 0).
 std::string describe(const machine_description& m);
 
 }  // namespace ct
