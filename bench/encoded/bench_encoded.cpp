@@ -19,10 +19,8 @@
 // float [4096, 4096] weight transposed). Counter MAC/s: multiply-accumulates per second.
 #include <benchmark/benchmark.h>
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -32,6 +30,7 @@
 
 #include "ct/asio.hpp"
 #include "ct/ct.hpp"
+#include "../support/both_halves.hpp"
 #include "../support/machine_context.hpp"
 #include "../support/read_bound.hpp"
 
@@ -122,15 +121,11 @@ void bound_dram_2t(benchmark::State& state, std::string format, index_t n, index
   for (auto _ : state) {
     const auto& w = c.views[i++ % c.views.size()];
     const std::size_t half = w.size_bytes() / 2 / 64 * 64;
-    std::atomic<bool> done{false};
-    std::uint64_t other = 0;
-    boost::asio::post(helper_pool(), [&] {
-      other = ct_bench::read_all(w.data() + half, w.size_bytes() - half);
-      done.store(true, std::memory_order_release);
-    });
-    benchmark::DoNotOptimize(ct_bench::read_all(w.data(), half));
-    while (!done.load(std::memory_order_acquire)) {
-    }
+    std::uint64_t mine = 0, other = 0;
+    ct_bench::run_both_halves(
+        helper_pool(), [&] { mine = ct_bench::read_all(w.data(), half); },
+        [&] { other = ct_bench::read_all(w.data() + half, w.size_bytes() - half); });
+    benchmark::DoNotOptimize(mine);
     benchmark::DoNotOptimize(other);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(c.views[0].size_bytes()));

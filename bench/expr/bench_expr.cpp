@@ -56,6 +56,7 @@
 
 #include "ct/asio.hpp"
 #include "ct/ct.hpp"
+#include "../support/both_halves.hpp"
 #include "../support/machine_context.hpp"
 #include "eigen_peer.hpp"
 
@@ -809,14 +810,8 @@ void register_bounds() {
                *c = reinterpret_cast<const std::uint64_t*>(src3.get());
     boost::asio::thread_pool pool(1);
     for (auto _ : st) {
-      std::atomic<bool> done{false};
-      boost::asio::post(pool, [&] {
-        read3_write1(d + h, a + h, b + h, c + h, n - h);
-        done.store(true, std::memory_order_release);
-      });
-      read3_write1(d, a, b, c, h);
-      while (!done.load(std::memory_order_acquire)) {
-      }
+      ct_bench::run_both_halves(
+          pool, [&] { read3_write1(d, a, b, c, h); }, [&] { read3_write1(d + h, a + h, b + h, c + h, n - h); });
       benchmark::ClobberMemory();
     }
     pool.join();
@@ -875,15 +870,9 @@ void register_machine_check(const std::string& when) {
   benchmark::RegisterBenchmark(("machine_" + when + "/compute_2t").c_str(), [](benchmark::State& st) {
     boost::asio::thread_pool pool(1);
     for (auto _ : st) {
-      std::atomic<bool> done{false};
-      std::uint64_t other = 0;
-      boost::asio::post(pool, [&] {
-        other = spin(2, half);
-        done.store(true, std::memory_order_release);
-      });
-      benchmark::DoNotOptimize(spin(1, half));
-      while (!done.load(std::memory_order_acquire)) {
-      }
+      std::uint64_t mine = 0, other = 0;
+      ct_bench::run_both_halves(pool, [&] { mine = spin(1, half); }, [&] { other = spin(2, half); });
+      benchmark::DoNotOptimize(mine);
       benchmark::DoNotOptimize(other);
     }
     pool.join();

@@ -177,7 +177,7 @@ tuning_scope::~tuning_scope() {
 
 std::string describe(const tuning& t) {
   std::string s = "L1d " + short_size(t.caches.l1d) + " L2 " + short_size(t.caches.l2) + " L3 " +
-                  (t.caches.l3 != 0 ? short_size(t.caches.l3) : std::string("unknown")) + " |";
+                  (t.caches.l3 != 0 ? short_size(t.caches.l3) : std::string("none or unknown")) + " |";
   for (const field& f : budget_fields) s += std::string(" ") + f.name + " " + short_size(t.*(f.member));
   return s;
 }
