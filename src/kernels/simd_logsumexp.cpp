@@ -121,58 +121,110 @@ HWY_INLINE void Flush(hn::Vec<hn::ScalableTag<double>>* s, hn::Vec<hn::ScalableT
   p = hn::Zero(typename P::DT());
 }
 
-/// Feeds whole rounds x[0..n) (n a multiple of 32, x[0] meeting lane 0) to the state's arrays;
-/// `done` rounds of the current block were fed before.
-template <bool kFused, bool kStreamed, class T>
-HWY_INLINE void LseRounds(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RESTRICT px, const T* HWY_RESTRICT x,
-                          index_t n, int done) {
+/// The state's 32 lanes held in vectors while LseRounds / LseRoundByRound run: references m,
+/// limits m + lse_headroom (the most x may be for m to stay), partials p and sums s.
+template <class T>
+struct LseRegs {
   using P = SumParts<T>;
-  const typename P::DT d;
-  const typename P::DD dd;
-  constexpr size_t N = P::N, ND = P::ND;
-  constexpr size_t kVecs = reduce_lanes / N;
-  static_assert(kVecs * N == reduce_lanes, "32 lanes must split evenly into vectors");
-  using V = typename P::V;
-  using VD = typename P::VD;
-  V m[kVecs], limit[kVecs], p[kVecs];  // limit: m + lse_headroom, the most x may be for m to stay
-  VD s[kVecs * P::kParts];
-  for (size_t j = 0; j < kVecs * P::kParts; ++j) s[j] = hn::LoadU(dd, sm + j * ND);
-  for (size_t j = 0; j < kVecs; ++j) p[j] = hn::LoadU(d, px + j * N);
-  bool finite = true;
-  const auto set_references = [&](size_t j, V value) {
+  static constexpr size_t kVecs = reduce_lanes / P::N;
+  static_assert(kVecs * P::N == reduce_lanes, "32 lanes must split evenly into vectors");
+  typename P::V m[kVecs], limit[kVecs], p[kVecs];
+  typename P::VD s[kVecs * P::kParts];
+  bool finite = true;  // every reference is finite
+
+  HWY_INLINE void SetReference(size_t j, typename P::V value) {
+    const typename P::DT d;
     m[j] = value;
     limit[j] = hn::Add(value, hn::Set(d, T(lse_headroom)));
     finite = finite && hn::AllTrue(d, hn::IsFinite(value));
-  };
-  for (size_t j = 0; j < kVecs; ++j) set_references(j, hn::LoadU(d, mx + j * N));
-  // One round at x + i: the fast step when no reference moves, else the general step.
-  const auto round = [&](index_t i) HWY_ATTR __attribute__((always_inline)) {
-    if constexpr (kStreamed) PrefetchAhead<reduce_lanes * sizeof(T)>(x + i);
+  }
+  HWY_INLINE void Load(const T* HWY_RESTRICT mx, const double* HWY_RESTRICT sm, const T* HWY_RESTRICT px) {
+    const typename P::DT d;
+    const typename P::DD dd;
+    for (size_t j = 0; j < kVecs * P::kParts; ++j) s[j] = hn::LoadU(dd, sm + j * P::ND);
+    for (size_t j = 0; j < kVecs; ++j) p[j] = hn::LoadU(d, px + j * P::N);
+    finite = true;
+    for (size_t j = 0; j < kVecs; ++j) SetReference(j, hn::LoadU(d, mx + j * P::N));
+  }
+  HWY_INLINE void Store(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RESTRICT px) const {
+    const typename P::DT d;
+    const typename P::DD dd;
+    for (size_t j = 0; j < kVecs; ++j) hn::StoreU(m[j], d, mx + j * P::N);
+    for (size_t j = 0; j < kVecs; ++j) hn::StoreU(p[j], d, px + j * P::N);
+    for (size_t j = 0; j < kVecs * P::kParts; ++j) hn::StoreU(s[j], dd, sm + j * P::ND);
+  }
+};
+
+/// Feeds whole rounds x[0..n) one by one (each the fast step when no reference moves, else the
+/// general step); `done` rounds of the current block were fed before; returns that count after.
+/// The slow path of LseRounds (blocks that fail their test, a stream's head and tail), out of
+/// line, one call per stretch so the state stays in registers within it. Inlined at those four
+/// places, and with the prefetch a template parameter, this file took three times as long to
+/// build (g++ 12, five targets: 64 s against 22; under ASan at -O1 137 s against 44) for a path
+/// that is hot only on rows whose references keep moving (ascending rows: ~3% slower now).
+template <bool kFused, class T>
+HWY_NOINLINE int LseRoundByRound(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RESTRICT px,
+                                 const T* HWY_RESTRICT x, index_t n, int done, bool streamed) {
+  using P = SumParts<T>;
+  using V = typename P::V;
+  constexpr size_t kVecs = LseRegs<T>::kVecs;
+  const typename P::DT d;
+  LseRegs<T> st;
+  st.Load(mx, sm, px);
+  for (index_t i = 0; i < n; i += reduce_lanes) {
+    if (streamed) PrefetchAhead<reduce_lanes * sizeof(T)>(x + i);
     V v[kVecs];
-    bool stays = finite;  // no lane's reference moves in this round, and none is ±inf or NaN
+    bool stays = st.finite;  // no lane's reference moves in this round, and none is ±inf or NaN
     HWY_UNROLL(16)
     for (size_t j = 0; j < kVecs; ++j) {
-      v[j] = hn::LoadU(d, x + i + j * N);
-      stays = stays && hn::AllTrue(d, hn::Le(v[j], limit[j]));  // (one test of all vectors: slower)
+      v[j] = hn::LoadU(d, x + i + j * P::N);
+      stays = stays && hn::AllTrue(d, hn::Le(v[j], st.limit[j]));  // (one test of all vectors: slower)
     }
     if (HWY_LIKELY(stays)) {
       // the general step with m' = m: no rescale, and x - m' is x - m (0 where x == m, so the
       // same bits)
       HWY_UNROLL(16)
-      for (size_t j = 0; j < kVecs; ++j) p[j] = hn::Add(p[j], Exp<kFused>(d, hn::Sub(v[j], m[j])));
+      for (size_t j = 0; j < kVecs; ++j) st.p[j] = hn::Add(st.p[j], Exp<kFused>(d, hn::Sub(v[j], st.m[j])));
     } else {
-      finite = true;
+      st.finite = true;
       for (size_t j = 0; j < kVecs; ++j) {
-        V mj = m[j];
-        GeneralStep<kFused, false, T>(mj, s + j * P::kParts, p[j], v[j], 0, 0, 0);
-        set_references(j, mj);
+        V mj = st.m[j];
+        GeneralStep<kFused, false, T>(mj, st.s + j * P::kParts, st.p[j], v[j], 0, 0, 0);
+        st.SetReference(j, mj);
       }
     }
     if (++done == lse_block_rounds) {
       done = 0;
       HWY_UNROLL(16)
-      for (size_t j = 0; j < kVecs; ++j) Flush<T>(s + j * P::kParts, p[j]);
+      for (size_t j = 0; j < kVecs; ++j) Flush<T>(st.s + j * P::kParts, st.p[j]);
     }
+  }
+  st.Store(mx, sm, px);
+  return done;
+}
+
+/// Feeds whole rounds x[0..n) (n a multiple of 32, x[0] meeting lane 0) to the state's arrays;
+/// `done` rounds of the current block were fed before. streamed: prefetch ahead (a branch per
+/// block, not a template parameter: one copy of this code per FMA policy, type and target).
+template <bool kFused, class T>
+HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RESTRICT px, const T* HWY_RESTRICT x,
+                              index_t n, int done, bool streamed) {
+  using P = SumParts<T>;
+  const typename P::DT d;
+  constexpr size_t N = P::N;
+  constexpr size_t kVecs = LseRegs<T>::kVecs;
+  LseRegs<T> st;
+  st.Load(mx, sm, px);
+  auto& m = st.m;
+  auto& limit = st.limit;
+  auto& p = st.p;
+  auto& s = st.s;
+  // The rounds [from, to) one by one, through the state's arrays.
+  const auto rounds = [&](index_t from, index_t to) HWY_ATTR __attribute__((always_inline)) {
+    if (from >= to) return;
+    st.Store(mx, sm, px);
+    done = LseRoundByRound<kFused, T>(mx, sm, px, x + from, to - from, done, streamed);
+    st.Load(mx, sm, px);
   };
   // Whole blocks of lse_block_rounds rounds test every element against its limit first, with
   // one branch, and then run the fast steps of the block back to back (a block that fails
@@ -184,7 +236,7 @@ HWY_INLINE void LseRounds(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RE
   // or round by round if any element fails.
   const auto block_from = [&](index_t at, auto first) HWY_ATTR __attribute__((always_inline)) {
     constexpr size_t kFirst = decltype(first)::value * kVecs;  // the first vector
-    if constexpr (kStreamed) PrefetchAhead<kBlock * sizeof(T)>(x + at);
+    if (streamed) PrefetchAhead<kBlock * sizeof(T)>(x + at);
     // one chain of tests per reference vector, joined at the end (short dependency chains)
     hn::Mask<typename P::DT> ok[kVecs];
     HWY_UNROLL(16)
@@ -194,8 +246,8 @@ HWY_INLINE void LseRounds(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RE
       ok[k % kVecs] = AndLe(d, ok[k % kVecs], hn::LoadU(d, x + at + k * N), limit[k % kVecs]);
     HWY_UNROLL(16)
     for (size_t j = 1; j < kVecs; ++j) ok[0] = hn::And(ok[0], ok[j]);
-    if (HWY_UNLIKELY(!finite || !hn::AllTrue(d, ok[0]))) {
-      for (int r = static_cast<int>(decltype(first)::value); r < lse_block_rounds; ++r) round(at + r * reduce_lanes);
+    if (HWY_UNLIKELY(!st.finite || !hn::AllTrue(d, ok[0]))) {
+      rounds(at + decltype(first)::value * reduce_lanes, at + kBlock);
       return;
     }
     HWY_UNROLL(16)
@@ -206,20 +258,24 @@ HWY_INLINE void LseRounds(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RE
     done = 0;
   };
   index_t i = 0;
-  for (; i < n && done != 0; i += reduce_lanes) round(i);
+  if (done != 0) {  // the rest of a block begun by an earlier call
+    i = std::min(n, static_cast<index_t>(lse_block_rounds - done) * reduce_lanes);
+    rounds(0, i);
+  }
   // A row's first round moves every lane's reference from -inf (the general step); the rest of
   // its block then goes as any block does, not round by round (rows of 4096 in L2: 4-8%
   // faster on a Xeon 6 guest).
-  if (!finite && i + kBlock <= n) {
-    round(i);
+  if (!st.finite && i + kBlock <= n) {
+    rounds(i, i + reduce_lanes);
     block_from(i, std::integral_constant<int, 1>());
     i += kBlock;
   }
   for (; i + kBlock <= n; i += kBlock) block_from(i, std::integral_constant<int, 0>());
-  for (; i < n; i += reduce_lanes) round(i);
-  for (size_t j = 0; j < kVecs; ++j) hn::StoreU(m[j], d, mx + j * N);
-  for (size_t j = 0; j < kVecs; ++j) hn::StoreU(p[j], d, px + j * N);
-  for (size_t j = 0; j < kVecs * P::kParts; ++j) hn::StoreU(s[j], dd, sm + j * ND);
+  if (i < n) {
+    rounds(i, n);  // (stores and loads the state: the arrays are current)
+    return;
+  }
+  st.Store(mx, sm, px);
 }
 
 /// Feeds lanes [begin, end) of one round from r[begin..end) (a 32-element staging copy; the
@@ -284,6 +340,12 @@ double LseCombineF32(const float* mx, const double* sm, const float* px, double*
 }
 double LseCombineF64(const double* mx, const double* sm, const double* px, double* out, bool fused) {
   return fused ? LseCombine<true>(mx, sm, px, out) : LseCombine<false>(mx, sm, px, out);
+}
+
+template <bool kFused, bool kStreamed, class T>
+void LseRounds(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RESTRICT px, const T* HWY_RESTRICT x, index_t n,
+               int done) {
+  LseRoundsOf<kFused, T>(mx, sm, px, x, n, done, kStreamed);
 }
 
 template <class T>
