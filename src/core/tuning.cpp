@@ -31,7 +31,8 @@ constexpr field budget_fields[] = {
     {"gemm_direct_b", &tuning::gemm_direct_b_bytes}, {"row_block", &tuning::row_block_bytes},
     {"gemv_prefetch", &tuning::gemv_prefetch_bytes}, {"weight_prefetch", &tuning::weight_prefetch_bytes},
     {"weight_burst", &tuning::weight_burst_bytes},
-    {"stream_prefetch", &tuning::stream_prefetch_bytes}, {"stream_store", &tuning::stream_store_bytes},
+    {"stream_prefetch", &tuning::stream_prefetch_bytes}, {"stream_ahead", &tuning::stream_ahead_bytes},
+    {"stream_store", &tuning::stream_store_bytes},
     {"row_cache", &tuning::row_cache_bytes},
 };
 
@@ -39,7 +40,7 @@ constexpr field budget_fields[] = {
   throw tuning_error("ct::parse_tuning: entry '" + entry + "' of \"" + spec + "\": " + why +
                      " (expected name=size, size in bytes with an optional K, M or G suffix; names: l1d, l2, l3, "
                      "gemm_a_panel, gemm_a_block, gemm_b_block, gemm_direct_b, row_block, gemv_prefetch, weight_prefetch, weight_burst, "
-                     "stream_prefetch, stream_store, row_cache)");
+                     "stream_prefetch, stream_ahead, stream_store, row_cache)");
 }
 
 std::size_t parse_size(const std::string& spec, const std::string& entry, const std::string& text) {
@@ -110,6 +111,9 @@ tuning tuning::for_caches(const cache_sizes& given) {
   t.weight_prefetch_bytes = at_least_a_line(c.l1d / 16);  // per run of rows: two runs at once (docs/tuning.md)
   t.weight_burst_bytes = at_least_a_line(c.l1d / 4);
   t.stream_prefetch_bytes = at_least_a_line(c.l1d / 4);
+  // 16 KiB at a 32 KiB L1d, the distance row sums and argmax were measured best with on Zen 3
+  // (docs/tuning.md); whole lines, as the kernels prefetch line by line.
+  t.stream_ahead_bytes = at_least_a_line(c.l1d / 2 / c.line * c.line);
   // Half the L3, but no more than 32 L2s: a large L3 is shared by many cores (an Intel Xeon
   // reports 480 MiB), and a 64 MiB softmax written through the cache there took 9.6-11.5 ms
   // against 7.3-7.7 streamed (docs/tuning.md). 32 x L2 is L3 / 2 on Zen 3, 4 and 5.

@@ -35,19 +35,20 @@ double lse_result(const lse_state<T>& st, bool simd, bool fused) noexcept;
 
 // ---- simd half (Highway, runtime dispatch; src/kernels/simd_elementwise.cpp, simd_fused.cpp, simd_reduce.cpp)
 // Plain overloads rather than templates: each file defines them next to its dispatch tables.
+// ahead: x comes from memory and is prefetched this far ahead of the reads (0: from the caches).
 #define CT_KERNELS_DECLARE_SIMD(T)                                                                         \
   void simd_unary(unary_op op, const T* x, T* y, index_t n, bool fused);                                 \
   void simd_binary(binary_op op, const T* a, bool a_uniform, const T* b, bool b_uniform, T* y, index_t n); \
   void simd_muladd(const T* a, bool a_uniform, const T* b, bool b_uniform, const T* c, bool c_uniform,    \
                    T* y, index_t n, bool fused);                                                         \
-  void simd_sum(lane_accumulator& acc, const T* x, index_t n, bool streamed);                            \
+  void simd_sum(lane_accumulator& acc, const T* x, index_t n, index_t ahead);                            \
   void simd_prod(lane_accumulator& acc, const T* x, index_t n);                                          \
-  void simd_lse(lse_state<T>& st, const T* x, index_t n, bool fused, bool streamed);                     \
+  void simd_lse(lse_state<T>& st, const T* x, index_t n, bool fused, index_t ahead);                     \
   double simd_lse_combine(const T* max, const double* sum, const T* part, double* out, bool fused) noexcept; \
   void simd_max(extreme_state<T>& st, const T* x, index_t n, index_t first_index, bool with_index,       \
-                bool streamed);                                                                          \
+                index_t ahead);                                                                          \
   void simd_min(extreme_state<T>& st, const T* x, index_t n, index_t first_index, bool with_index,       \
-                bool streamed);                                                                          \
+                index_t ahead);                                                                          \
   void simd_resolve(unary_op op, bool fused, unary_tile_fn<T>& out) noexcept;                            \
   void simd_resolve(binary_op op, bool au, bool bu, bool stream, binary_tile_fn<T>& out) noexcept;       \
   void simd_resolve(bool au, bool bu, bool cu, bool fused, bool stream, muladd_tile_fn<T>& out) noexcept; \

@@ -1,6 +1,7 @@
 // src/kernels/kernels.cpp — the public tile kernels: route each call to the scalar or simd half.
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
 #include "detail.hpp"
+#include "ct/core/tuning.hpp"
 
 namespace ct::detail::kernels {
 
@@ -33,11 +34,13 @@ void muladd(const T* a, bool a_uniform, const T* b, bool b_uniform, const T* c, 
     scalar_muladd(a, a_uniform, b, b_uniform, c, c_uniform, y, n, is_fused(s));
 }
 
+index_t stream_ahead(const settings& s) { return static_cast<index_t>(tuning_of(s).stream_ahead_bytes); }
+
 template <class T>
-void sum_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s, bool streamed) {
+void sum_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s, index_t ahead) {
   if (n <= 0) return;
   if (s.backend == backend::simd)
-    simd_sum(acc, x, n, streamed);
+    simd_sum(acc, x, n, ahead);
   else
     scalar_sum(acc, x, n);
 }
@@ -50,7 +53,7 @@ sum_bulk_fn<T> resolve_sum(bool streamed, const settings& s) noexcept {
 }
 
 template <class T>
-void sum_with(sum_bulk_fn<T> bulk, lane_accumulator& acc, const T* x, index_t n) {
+void sum_with(sum_bulk_fn<T> bulk, lane_accumulator& acc, const T* x, index_t n, index_t ahead) {
   if (n <= 0) return;
   if (bulk == nullptr) {
     scalar_sum(acc, x, n);
@@ -61,7 +64,7 @@ void sum_with(sum_bulk_fn<T> bulk, lane_accumulator& acc, const T* x, index_t n)
       [&](index_t at, index_t len) {
         if (len > 0) scalar_sum(acc, x + at, len);
       },
-      [&](index_t at, index_t len, bool fresh) { bulk(acc.lane, x + at, len, fresh); });
+      [&](index_t at, index_t len, bool fresh) { bulk(acc.lane, x + at, len, fresh, ahead); });
 }
 
 template <class T>
@@ -74,10 +77,10 @@ void prod_accumulate(lane_accumulator& acc, const T* x, index_t n, const setting
 }
 
 template <class T>
-void lse_accumulate(lse_state<T>& st, const T* x, index_t n, const settings& s, bool streamed) {
+void lse_accumulate(lse_state<T>& st, const T* x, index_t n, const settings& s, index_t ahead) {
   if (n <= 0) return;
   if (s.backend == backend::simd)
-    simd_lse(st, x, n, is_fused(s), streamed);
+    simd_lse(st, x, n, is_fused(s), ahead);
   else
     scalar_lse(st, x, n);
 }
@@ -89,20 +92,20 @@ double lse_result(const lse_state<T>& st, const settings& s) noexcept {
 
 template <class T>
 void max_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s,
-                    bool with_index, bool streamed) {
+                    bool with_index, index_t ahead) {
   if (n <= 0) return;
   if (s.backend == backend::simd)
-    simd_max(st, x, n, first_index, with_index, streamed);
+    simd_max(st, x, n, first_index, with_index, ahead);
   else
     scalar_max(st, x, n, first_index);
 }
 
 template <class T>
 void min_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s,
-                    bool with_index, bool streamed) {
+                    bool with_index, index_t ahead) {
   if (n <= 0) return;
   if (s.backend == backend::simd)
-    simd_min(st, x, n, first_index, with_index, streamed);
+    simd_min(st, x, n, first_index, with_index, ahead);
   else
     scalar_min(st, x, n, first_index);
 }
@@ -230,14 +233,14 @@ namespace ct::detail::kernels {
   template void unary<T>(unary_op, const T*, T*, index_t, const settings&);                             \
   template void binary<T>(binary_op, const T*, bool, const T*, bool, T*, index_t, const settings&);     \
   template void muladd<T>(const T*, bool, const T*, bool, const T*, bool, T*, index_t, const settings&); \
-  template void sum_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&, bool);         \
+  template void sum_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&, index_t);         \
   template void prod_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&);              \
-  template void lse_accumulate<T>(lse_state<T>&, const T*, index_t, const settings&, bool);              \
+  template void lse_accumulate<T>(lse_state<T>&, const T*, index_t, const settings&, index_t);              \
   template double lse_result<T>(const lse_state<T>&, const settings&) noexcept;                          \
   template sum_bulk_fn<T> resolve_sum<T>(bool, const settings&) noexcept;                               \
-  template void sum_with<T>(sum_bulk_fn<T>, lane_accumulator&, const T*, index_t);                      \
-  template void max_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, bool); \
-  template void min_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, bool); \
+  template void sum_with<T>(sum_bulk_fn<T>, lane_accumulator&, const T*, index_t, index_t);                      \
+  template void max_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, index_t); \
+  template void min_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, index_t); \
   template unary_tile_fn<T> resolve_unary<T>(unary_op, const settings&) noexcept;                      \
   template binary_tile_fn<T> resolve_binary<T>(binary_op, bool, bool, const settings&, bool) noexcept;  \
   template muladd_tile_fn<T> resolve_muladd<T>(bool, bool, bool, const settings&, bool) noexcept;       \

@@ -72,22 +72,25 @@ struct lane_accumulator {
 };
 void sum_init(lane_accumulator& acc) noexcept;   // lanes 0, count 0
 void prod_init(lane_accumulator& acc) noexcept;  // lanes 1, count 0
-/// streamed: x is being read from memory for the first time (not from the caches); the simd
-/// kernels then prefetch stream_prefetch_distance bytes ahead of their reads, interleaved with
-/// them. Results are the same either way.
+/// ahead: 0 when x is in the caches; when it is being read from memory for the first time, the
+/// prefetch distance stream_ahead(s) (computed once per operation: it reads the tuning), and
+/// the simd kernels then prefetch that far ahead of their reads, interleaved with them.
+/// Results are the same either way.
 template <class T>
-void sum_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s, bool streamed = false);
+void sum_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s, index_t ahead = 0);
 template <class T>
 void prod_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings& s);
 /// The lane kernel sum_accumulate runs for whole rounds of 32 elements (nullptr on the scalar
 /// backend), resolved once for the current backend and CPU target; sum_with(fn, …) then feeds
 /// exactly the lanes sum_accumulate would, without its per-call dispatch.
+/// ahead: the prefetch distance of the streamed variant (resolve_sum(true, s)), which the other
+/// ignores.
 template <class T>
-using sum_bulk_fn = void (*)(double* lane, const T* x, index_t n, bool fresh);
+using sum_bulk_fn = void (*)(double* lane, const T* x, index_t n, bool fresh, index_t ahead);
 template <class T>
 sum_bulk_fn<T> resolve_sum(bool streamed, const settings& s) noexcept;
 template <class T>
-void sum_with(sum_bulk_fn<T> bulk, lane_accumulator& acc, const T* x, index_t n);
+void sum_with(sum_bulk_fn<T> bulk, lane_accumulator& acc, const T* x, index_t n, index_t ahead = 0);
 /// Combines the lanes by a fixed pairwise tree: (l0+l1)+(l2+l3)… level by level.
 double sum_result(const lane_accumulator& acc) noexcept;
 double prod_result(const lane_accumulator& acc) noexcept;
@@ -134,9 +137,9 @@ void lse_flush(lse_state<T>& st) noexcept {
 }
 template <class T>
 void lse_init(lse_state<T>& st) noexcept;  // maxima -inf, sums 0, count 0
-/// exp follows s (the backend and its FMA policy). streamed: as for sum_accumulate.
+/// exp follows s (the backend and its FMA policy). ahead: as for sum_accumulate.
 template <class T>
-void lse_accumulate(lse_state<T>& st, const T* x, index_t n, const settings& s, bool streamed = false);
+void lse_accumulate(lse_state<T>& st, const T* x, index_t n, const settings& s, index_t ahead = 0);
 /// The rescaling exps of lse_result follow s's backend too.
 template <class T>
 double lse_result(const lse_state<T>& st, const settings& s) noexcept;
@@ -157,20 +160,21 @@ void extreme_init(extreme_state<T>& st) noexcept {
 /// Feeds x[0..n) whose positions are first_index, first_index+1, …
 /// with_index false: only st.value is wanted (max/min, not argmax/argmin); st.index may then
 /// hold any position of the winning tile, which saves searching for it. st.value is the same.
-/// streamed: as for sum_accumulate.
+/// ahead: as for sum_accumulate.
 template <class T>
 void max_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s,
-                    bool with_index = true, bool streamed = false);
+                    bool with_index = true, index_t ahead = 0);
 template <class T>
 void min_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s,
-                    bool with_index = true, bool streamed = false);
+                    bool with_index = true, index_t ahead = 0);
 
-/// How far ahead streamed reads are prefetched. One prefetch per cache line as the loop goes:
-/// issuing a tile's prefetches in one burst before the kernel (what the evaluator did) stalls
-/// on the CPU's few outstanding-miss slots. Row sums of 4096x4096 f32: 1.70 ms with bursts,
-/// interleaved 1.18–1.27 ms at 16 KiB ahead (4 KiB 1.8, 8 KiB 1.45, 24–32 KiB 1.24–1.29);
-/// row argmax 1.72 -> 1.38 ms, best at 16 KiB too.
-inline constexpr index_t stream_prefetch_distance = 16 * 1024;
+/// How far ahead streamed reads are prefetched: the tuning's stream_ahead_bytes (half of L1d).
+/// One prefetch per cache line as the loop goes: issuing a tile's prefetches in one burst
+/// before the kernel (what the evaluator did) stalls on the CPU's few outstanding-miss slots.
+/// On Zen 3 (32 KiB L1d), row sums of 4096x4096 f32: 1.70 ms with bursts, interleaved
+/// 1.18–1.27 ms at 16 KiB ahead (4 KiB 1.8, 8 KiB 1.45, 24–32 KiB 1.24–1.29); row argmax
+/// 1.72 -> 1.38 ms, best at 16 KiB too.
+index_t stream_ahead(const settings& s);
 
 /// A unary function whose results also feed a lane-wise sum, in one pass over the tile:
 /// unary_sum(fn, plain, x, y, n, acc) leaves y and acc bitwise as plain(x, y, n) followed by
@@ -259,6 +263,8 @@ void sub_unary_sum(sub_unary_sum_tile_fn<T> fn, binary_tile_fn<T> sub, unary_til
 /// leaving the core idle; every row's operations are still the one-row call's. Stages come in
 /// the order (0, row 0), (0, row 1), (1, row 0), (1, row 1), each value read before the next
 /// call: the caller pairs rows only when the stage-1 steps do not read what stage 0 computes.
+/// ahead: x comes from memory (streamed), prefetched this far ahead (stream_ahead); 0: from
+/// the caches, nothing prefetched.
 enum class norm_output : std::uint8_t { mul, mul_mul, mul_add, mul_add_uniform_c };
 template <class T>
 using norm_row_stage_fn = const T* (*)(void* ctx, int stage, double sum);
@@ -271,7 +277,7 @@ struct norm_row_io {
   lane_accumulator* acc;
 };
 template <class T>
-using norm_row_fn = void (*)(const norm_row_io<T>* rows, int count, index_t n, bool streamed, norm_row_stage_fn<T> stage,
+using norm_row_fn = void (*)(const norm_row_io<T>* rows, int count, index_t n, index_t ahead, norm_row_stage_fn<T> stage,
                              void* ctx);
 template <class T>
 norm_row_fn<T> resolve_norm_row(norm_output out, const settings& s, bool stream) noexcept;

@@ -253,8 +253,8 @@ HWY_INLINE void SubScaleThenTile(const T* x, const T* m, const T* r, const T* w,
 /// The three passes of kernels::resolve_norm_row for kRows rows, each pass for every row
 /// before the next stage (see norm_row_fn).
 ///
-/// Rows from memory (streamed): the first two passes fetch the bytes stream_prefetch_distance
-/// ahead of x, the first half of a row's length in pass 1 and the second half in pass 2 (half
+/// Rows from memory (ahead > 0, the tuning's stream_ahead): the first two passes fetch the bytes
+/// `ahead` ahead of x, the first half of a row's length in pass 1 and the second half in pass 2 (half
 /// a round's bytes per round in each), and with cached stores (not kStream) the destination's
 /// lines as far ahead (AheadLines). Fetching it all in pass 1 (AccumulateLanes' own prefetch)
 /// left the bus idle through passes 2 and 3 while the stores to y waited for their lines:
@@ -262,18 +262,18 @@ HWY_INLINE void SubScaleThenTile(const T* x, const T* m, const T* r, const T* w,
 /// at half the read rate, so its lead shrinks by half a row over pass 1: rows here are one
 /// tile (at most 1024 elements, 8 KiB), so it stays at least 12 KiB.
 template <norm_output kOut, bool kFused, bool kStream, int kRows, class T>
-HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, bool streamed, norm_row_stage_fn<T> stage, void* ctx) {
+HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, index_t ahead, norm_row_stage_fn<T> stage, void* ctx) {
   const index_t whole = n / reduce_lanes * reduce_lanes;
   constexpr size_t kHalfRound = reduce_lanes * sizeof(T) / 2;  // bytes of the row ahead per round and pass
   using Ahead = AheadLines<kHalfRound, !kStream>;
-  const auto ahead = [&](int i, index_t skip) {
-    const auto at = static_cast<std::ptrdiff_t>(stream_prefetch_distance + skip);
+  const auto lines_ahead = [&](int i, index_t skip) {
+    const auto at = static_cast<std::ptrdiff_t>(ahead + skip);
     return Ahead{reinterpret_cast<const char*>(io[i].x) + at, reinterpret_cast<char*>(io[i].y) + at};
   };
   HWY_UNROLL(2)
   for (int i = 0; i < kRows; ++i) {
     double* lane = io[i].acc->lane;
-    if (streamed) AccumulateLanes<false, false>(lane, io[i].x, whole, true, ahead(i, 0));
+    if (ahead > 0) AccumulateLanes<false, false>(lane, io[i].x, whole, true, 0, lines_ahead(i, 0));
     else AccumulateLanes<false, false>(lane, io[i].x, whole, true);
     for (index_t k = whole; k < n; ++k) lane[k - whole] += static_cast<double>(io[i].x[k]);
   }
@@ -286,7 +286,7 @@ HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, bool streamed, n
   for (int i = 0; i < kRows; ++i) {
     const T* x = io[i].x;
     double* lane = io[i].acc->lane;
-    if (streamed) SubSquareSums<kFused>(x, &m[i], whole, lane, ahead(i, whole / reduce_lanes * static_cast<index_t>(kHalfRound)));
+    if (ahead > 0) SubSquareSums<kFused>(x, &m[i], whole, lane, lines_ahead(i, whole / reduce_lanes * static_cast<index_t>(kHalfRound)));
     else SubSquareSums<kFused>(x, &m[i], whole, lane);
     for (index_t k = whole; k < n; ++k) {
       const T t = x[k] - m[i];
@@ -308,9 +308,9 @@ HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, bool streamed, n
 /// element as by_lane_rounds feeds a tail, then SubScaleThenTile. Calling them through the
 /// evaluator's runner cost ~45 ns of bookkeeping per row on top of them.
 template <norm_output kOut, bool kFused, bool kStream, class T>
-void NormRow(const norm_row_io<T>* io, int count, index_t n, bool streamed, norm_row_stage_fn<T> stage, void* ctx) {
-  if (count == 2) NormRowsOf<kOut, kFused, kStream, 2>(io, n, streamed, stage, ctx);
-  else NormRowsOf<kOut, kFused, kStream, 1>(io, n, streamed, stage, ctx);
+void NormRow(const norm_row_io<T>* io, int count, index_t n, index_t ahead, norm_row_stage_fn<T> stage, void* ctx) {
+  if (count == 2) NormRowsOf<kOut, kFused, kStream, 2>(io, n, ahead, stage, ctx);
+  else NormRowsOf<kOut, kFused, kStream, 1>(io, n, ahead, stage, ctx);
 }
 
 template <bool kFused, bool kStream, class T>

@@ -17,10 +17,11 @@ namespace ct::detail::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// Prefetches the kBytes (a multiple of 64) that follow p + stream_prefetch_distance.
+/// Prefetches the kBytes (a multiple of 64) that follow p + ahead (stream_ahead: the tuning's
+/// distance).
 template <size_t kBytes>
-HWY_INLINE void PrefetchAhead(const void* p) {
-  const char* at = static_cast<const char*>(p) + stream_prefetch_distance;
+HWY_INLINE void PrefetchAhead(const void* p, index_t ahead) {
+  const char* at = static_cast<const char*>(p) + ahead;
   for (size_t b = 0; b < kBytes; b += 64) __builtin_prefetch(at + b);
 }
 
@@ -54,13 +55,12 @@ struct NoRound {
 /// lane 0. The 32 lanes live in 32/N independent vectors, so the dependency chains overlap.
 /// fresh: the lanes still hold their initial 0 (1 for products) and are not read — reading
 /// them right after the init's narrower stores stalls on store forwarding.
-/// kStreamed: x comes from memory; each round prefetches its lines stream_prefetch_distance
-/// ahead.
+/// kStreamed: x comes from memory; each round prefetches its lines `ahead` bytes ahead.
 /// round: called once per 32-element round before its loads (NoRound: nothing), for kernels
 /// that spread their own prefetches over the loop (AheadLines).
 template <bool kProduct, bool kStreamed, class T, class Round = NoRound>
 HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT x, index_t n, bool fresh,
-                                Round round = {}) {
+                                index_t ahead = 0, Round round = {}) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<T, decltype(d)> dt;  // N elements of the input type
   constexpr size_t N = HWY_LANES(double);
@@ -70,7 +70,7 @@ HWY_INLINE void AccumulateLanes(double* HWY_RESTRICT lane, const T* HWY_RESTRICT
   V acc[kVecs];
   for (size_t j = 0; j < kVecs; ++j) acc[j] = fresh ? hn::Set(d, kProduct ? 1.0 : 0.0) : hn::LoadU(d, lane + j * N);
   for (index_t i = 0; i < n; i += reduce_lanes) {
-    if constexpr (kStreamed) PrefetchAhead<reduce_lanes * sizeof(T)>(x + i);
+    if constexpr (kStreamed) PrefetchAhead<reduce_lanes * sizeof(T)>(x + i, ahead);
     round();
     // Fully unrolled so every accumulator stays in a register (a rolled loop indexes acc[]
     // through the stack: 55 GB/s from L2 instead of near the DRAM rate).

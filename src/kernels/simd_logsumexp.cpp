@@ -62,7 +62,7 @@ HWY_INLINE hn::Mask<D> LaneRange(D d, int first, int begin, int end) {
                                    hn::Lt(lane, hn::Set(di, static_cast<TI>(end)))));
 }
 
-/// ok && v <= limit, lane by lane (the block test of LseRounds). AVX-512 does it in one
+/// ok && v <= limit, lane by lane (the block test of LseRoundsOf). AVX-512 does it in one
 /// compare under the mask ok, where And(ok, Le(v, limit)) is a compare and a mask AND on the
 /// vector ports: one operation of the ~17 per vector of the fast rounds. False for a NaN v.
 template <class D>
@@ -121,7 +121,7 @@ HWY_INLINE void Flush(hn::Vec<hn::ScalableTag<double>>* s, hn::Vec<hn::ScalableT
   p = hn::Zero(typename P::DT());
 }
 
-/// The state's 32 lanes held in vectors while LseRounds / LseRoundByRound run: references m,
+/// The state's 32 lanes held in vectors while LseRoundsOf / LseRoundByRound run: references m,
 /// limits m + lse_headroom (the most x may be for m to stay), partials p and sums s.
 template <class T>
 struct LseRegs {
@@ -157,14 +157,14 @@ struct LseRegs {
 
 /// Feeds whole rounds x[0..n) one by one (each the fast step when no reference moves, else the
 /// general step); `done` rounds of the current block were fed before; returns that count after.
-/// The slow path of LseRounds (blocks that fail their test, a stream's head and tail), out of
+/// The slow path of LseRoundsOf (blocks that fail their test, a stream's head and tail), out of
 /// line, one call per stretch so the state stays in registers within it. Inlined at those four
 /// places, and with the prefetch a template parameter, this file took three times as long to
 /// build (g++ 12, five targets: 64 s against 22; under ASan at -O1 137 s against 44) for a path
 /// that is hot only on rows whose references keep moving (ascending rows: ~3% slower now).
 template <bool kFused, class T>
 HWY_NOINLINE int LseRoundByRound(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RESTRICT px,
-                                 const T* HWY_RESTRICT x, index_t n, int done, bool streamed) {
+                                 const T* HWY_RESTRICT x, index_t n, int done, index_t ahead) {
   using P = SumParts<T>;
   using V = typename P::V;
   constexpr size_t kVecs = LseRegs<T>::kVecs;
@@ -172,7 +172,7 @@ HWY_NOINLINE int LseRoundByRound(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T*
   LseRegs<T> st;
   st.Load(mx, sm, px);
   for (index_t i = 0; i < n; i += reduce_lanes) {
-    if (streamed) PrefetchAhead<reduce_lanes * sizeof(T)>(x + i);
+    if (ahead > 0) PrefetchAhead<reduce_lanes * sizeof(T)>(x + i, ahead);
     V v[kVecs];
     bool stays = st.finite;  // no lane's reference moves in this round, and none is ±inf or NaN
     HWY_UNROLL(16)
@@ -204,13 +204,16 @@ HWY_NOINLINE int LseRoundByRound(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T*
 }
 
 /// Feeds whole rounds x[0..n) (n a multiple of 32, x[0] meeting lane 0) to the state's arrays;
-/// `done` rounds of the current block were fed before. streamed: prefetch ahead (a branch per
-/// block, not a template parameter: one copy of this code per FMA policy, type and target).
+/// `done` rounds of the current block were fed before. ahead > 0: x comes from memory, prefetched
+/// this far ahead (a branch per block, not a template parameter: one copy of this code per FMA
+/// policy, type and target).
 template <bool kFused, class T>
 HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RESTRICT px, const T* HWY_RESTRICT x,
-                              index_t n, int done, bool streamed) {
+                              index_t n, int done, index_t ahead) {
   using P = SumParts<T>;
+  using V = typename P::V;
   const typename P::DT d;
+  const typename P::DD dd;
   constexpr size_t N = P::N;
   constexpr size_t kVecs = LseRegs<T>::kVecs;
   LseRegs<T> st;
@@ -223,7 +226,7 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
   const auto rounds = [&](index_t from, index_t to) HWY_ATTR __attribute__((always_inline)) {
     if (from >= to) return;
     st.Store(mx, sm, px);
-    done = LseRoundByRound<kFused, T>(mx, sm, px, x + from, to - from, done, streamed);
+    done = LseRoundByRound<kFused, T>(mx, sm, px, x + from, to - from, done, ahead);
     st.Load(mx, sm, px);
   };
   // Whole blocks of lse_block_rounds rounds test every element against its limit first, with
@@ -236,7 +239,7 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
   // or round by round if any element fails.
   const auto block_from = [&](index_t at, auto first) HWY_ATTR __attribute__((always_inline)) {
     constexpr size_t kFirst = decltype(first)::value * kVecs;  // the first vector
-    if (streamed) PrefetchAhead<kBlock * sizeof(T)>(x + at);
+    if (ahead > 0) PrefetchAhead<kBlock * sizeof(T)>(x + at, ahead);
     // one chain of tests per reference vector, joined at the end (short dependency chains)
     hn::Mask<typename P::DT> ok[kVecs];
     HWY_UNROLL(16)
@@ -266,7 +269,31 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
   // its block then goes as any block does, not round by round (rows of 4096 in L2: 4-8%
   // faster on a Xeon 6 guest).
   if (!st.finite && i + kBlock <= n) {
-    rounds(i, i + reduce_lanes);
+    // A fresh state (every reference -inf, every partial and sum 0) meeting finite elements:
+    // the general step makes each element its lane's reference, with the term exp(0) = 1 and
+    // the sums 0 still. Done directly here, without the general step's rescaling exps (their
+    // call was ~8% of a row of 4096 in L2 on the Zen 5 guest).
+    bool fresh = true;
+    V v[kVecs];
+    HWY_UNROLL(16)
+    for (size_t j = 0; j < kVecs; ++j) {
+      v[j] = hn::LoadU(d, x + i + j * N);
+      fresh = fresh && hn::AllTrue(d, hn::IsFinite(v[j])) && hn::AllTrue(d, hn::Eq(p[j], hn::Zero(d))) &&
+              hn::AllTrue(d, hn::Eq(m[j], hn::Set(d, -std::numeric_limits<T>::infinity())));
+    }
+    HWY_UNROLL(16)
+    for (size_t j = 0; j < kVecs * P::kParts; ++j) fresh = fresh && hn::AllTrue(dd, hn::Eq(s[j], hn::Zero(dd)));
+    if (fresh) {
+      st.finite = true;
+      HWY_UNROLL(16)
+      for (size_t j = 0; j < kVecs; ++j) {
+        st.SetReference(j, v[j]);
+        p[j] = hn::Set(d, T(1));
+      }
+      done = 1;
+    } else {
+      rounds(i, i + reduce_lanes);
+    }
     block_from(i, std::integral_constant<int, 1>());
     i += kBlock;
   }
@@ -342,24 +369,13 @@ double LseCombineF64(const double* mx, const double* sm, const double* px, doubl
   return fused ? LseCombine<true>(mx, sm, px, out) : LseCombine<false>(mx, sm, px, out);
 }
 
-template <bool kFused, bool kStreamed, class T>
-void LseRounds(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RESTRICT px, const T* HWY_RESTRICT x, index_t n,
-               int done) {
-  LseRoundsOf<kFused, T>(mx, sm, px, x, n, done, kStreamed);
-}
-
 template <class T>
-using lse_rounds_fn = void (*)(T*, double*, T*, const T*, index_t, int);
+using lse_rounds_fn = void (*)(T*, double*, T*, const T*, index_t, int, index_t);
 template <class T>
 using lse_part_fn = void (*)(T*, double*, T*, const T*, int, int);
 
-template <class T>
-HWY_INLINE lse_rounds_fn<T> PickRounds(bool fused, bool streamed) {
-  if (fused) return streamed ? &LseRounds<true, true, T> : &LseRounds<true, false, T>;
-  return streamed ? &LseRounds<false, true, T> : &LseRounds<false, false, T>;
-}
-lse_rounds_fn<float> LseRoundsF32(bool fused, bool streamed) { return PickRounds<float>(fused, streamed); }
-lse_rounds_fn<double> LseRoundsF64(bool fused, bool streamed) { return PickRounds<double>(fused, streamed); }
+lse_rounds_fn<float> LseRoundsF32(bool fused) { return fused ? &LseRoundsOf<true, float> : &LseRoundsOf<false, float>; }
+lse_rounds_fn<double> LseRoundsF64(bool fused) { return fused ? &LseRoundsOf<true, double> : &LseRoundsOf<false, double>; }
 lse_part_fn<float> LsePartF32(bool fused) { return fused ? &LsePart<true, float> : &LsePart<false, float>; }
 lse_part_fn<double> LsePartF64(bool fused) { return fused ? &LsePart<true, double> : &LsePart<false, double>; }
 
@@ -382,7 +398,7 @@ namespace {
 /// Feeds x[0..n) with by_lane_rounds' split: the head and the tail through staged partial
 /// rounds, the whole rounds in between through `rounds`.
 template <class T, class Rounds, class Part>
-void lse_stream(lse_state<T>& st, const T* x, index_t n, Rounds rounds, Part part) {
+void lse_stream(lse_state<T>& st, const T* x, index_t n, Rounds rounds, Part part, index_t ahead) {
   by_lane_rounds(
       st, n,
       [&](index_t at, index_t len) {
@@ -395,17 +411,17 @@ void lse_stream(lse_state<T>& st, const T* x, index_t n, Rounds rounds, Part par
         if (st.count % (reduce_lanes * lse_block_rounds) == 0) lse_flush(st);  // completed a block
       },
       [&](index_t at, index_t len, bool) {
-        rounds(st.max, st.sum, st.part, x + at, len, static_cast<int>(st.count / reduce_lanes % lse_block_rounds));
+        rounds(st.max, st.sum, st.part, x + at, len, static_cast<int>(st.count / reduce_lanes % lse_block_rounds), ahead);
       });
 }
 
 }  // namespace
 
-void simd_lse(lse_state<float>& st, const float* x, index_t n, bool fused, bool streamed) {
-  lse_stream(st, x, n, HWY_DYNAMIC_DISPATCH(LseRoundsF32)(fused, streamed), HWY_DYNAMIC_DISPATCH(LsePartF32)(fused));
+void simd_lse(lse_state<float>& st, const float* x, index_t n, bool fused, index_t ahead) {
+  lse_stream(st, x, n, HWY_DYNAMIC_DISPATCH(LseRoundsF32)(fused), HWY_DYNAMIC_DISPATCH(LsePartF32)(fused), ahead);
 }
-void simd_lse(lse_state<double>& st, const double* x, index_t n, bool fused, bool streamed) {
-  lse_stream(st, x, n, HWY_DYNAMIC_DISPATCH(LseRoundsF64)(fused, streamed), HWY_DYNAMIC_DISPATCH(LsePartF64)(fused));
+void simd_lse(lse_state<double>& st, const double* x, index_t n, bool fused, index_t ahead) {
+  lse_stream(st, x, n, HWY_DYNAMIC_DISPATCH(LseRoundsF64)(fused), HWY_DYNAMIC_DISPATCH(LsePartF64)(fused), ahead);
 }
 
 double simd_lse_combine(const float* max, const double* sum, const float* part, double* out, bool fused) noexcept {

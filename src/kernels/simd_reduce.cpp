@@ -20,10 +20,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- lane-wise sum / product -----------------------------------------------------------------
 
-void SumF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<false, false>(lane, x, n, fresh); }
-void SumF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<false, false>(lane, x, n, fresh); }
-void SumStreamedF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<false, true>(lane, x, n, fresh); }
-void SumStreamedF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<false, true>(lane, x, n, fresh); }
+void SumF32(double* lane, const float* x, index_t n, bool fresh, index_t) { AccumulateLanes<false, false>(lane, x, n, fresh); }
+void SumF64(double* lane, const double* x, index_t n, bool fresh, index_t) { AccumulateLanes<false, false>(lane, x, n, fresh); }
+void SumStreamedF32(double* lane, const float* x, index_t n, bool fresh, index_t ahead) {
+  AccumulateLanes<false, true>(lane, x, n, fresh, ahead);
+}
+void SumStreamedF64(double* lane, const double* x, index_t n, bool fresh, index_t ahead) {
+  AccumulateLanes<false, true>(lane, x, n, fresh, ahead);
+}
 sum_bulk_fn<float> ResolveSumF32(bool streamed) { return streamed ? &SumStreamedF32 : &SumF32; }
 sum_bulk_fn<double> ResolveSumF64(bool streamed) { return streamed ? &SumStreamedF64 : &SumF64; }
 void ProdF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<true, false>(lane, x, n, fresh); }
@@ -32,9 +36,10 @@ void ProdF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateL
 // ---- max / min with position ----------------------------------------------------------------
 
 /// The extreme (max for kMax, else min) of x[0..n) into *m, or the position of the first NaN
-/// (then *m is untouched); -1 when there is no NaN. n > 0. kStreamed as for AccumulateLanes.
+/// (then *m is untouched); -1 when there is no NaN. n > 0. kStreamed, ahead as for
+/// AccumulateLanes.
 template <bool kMax, bool kStreamed, class T>
-HWY_INLINE index_t ExtremeValue(const T* HWY_RESTRICT x, index_t n, T* m_out) {
+HWY_INLINE index_t ExtremeValue(const T* HWY_RESTRICT x, index_t n, T* m_out, index_t ahead) {
   const hn::ScalableTag<T> d;
   const index_t N = static_cast<index_t>(hn::Lanes(d));
   const auto better = [](auto a, auto b) { return kMax ? hn::Max(a, b) : hn::Min(a, b); };
@@ -43,7 +48,7 @@ HWY_INLINE index_t ExtremeValue(const T* HWY_RESTRICT x, index_t n, T* m_out) {
   // Four independent chains; a NaN anywhere in a block of four vectors sends the block to
   // the exact scalar search below, which finds the first NaN.
   for (; i + 4 * N <= n; i += 4 * N) {
-    if constexpr (kStreamed) PrefetchAhead<4 * HWY_MAX_BYTES>(x + i);  // 4 vectors (AVX-512: 4 lines)
+    if constexpr (kStreamed) PrefetchAhead<4 * HWY_MAX_BYTES>(x + i, ahead);  // 4 vectors (AVX-512: 4 lines)
     const auto v0 = hn::LoadU(d, x + i), v1 = hn::LoadU(d, x + i + N);
     const auto v2 = hn::LoadU(d, x + i + 2 * N), v3 = hn::LoadU(d, x + i + 3 * N);
     const auto nan = hn::Or(hn::Or(hn::IsNaN(v0), hn::IsNaN(v1)), hn::Or(hn::IsNaN(v2), hn::IsNaN(v3)));
@@ -79,14 +84,22 @@ HWY_INLINE index_t FirstEqual(const T* HWY_RESTRICT x, index_t n, T m) {
   return n - 1;  // not reached
 }
 
-index_t MaxValF32(const float* x, index_t n, float* m) { return ExtremeValue<true, false>(x, n, m); }
-index_t MaxValF64(const double* x, index_t n, double* m) { return ExtremeValue<true, false>(x, n, m); }
-index_t MinValF32(const float* x, index_t n, float* m) { return ExtremeValue<false, false>(x, n, m); }
-index_t MinValF64(const double* x, index_t n, double* m) { return ExtremeValue<false, false>(x, n, m); }
-index_t MaxValStreamedF32(const float* x, index_t n, float* m) { return ExtremeValue<true, true>(x, n, m); }
-index_t MaxValStreamedF64(const double* x, index_t n, double* m) { return ExtremeValue<true, true>(x, n, m); }
-index_t MinValStreamedF32(const float* x, index_t n, float* m) { return ExtremeValue<false, true>(x, n, m); }
-index_t MinValStreamedF64(const double* x, index_t n, double* m) { return ExtremeValue<false, true>(x, n, m); }
+index_t MaxValF32(const float* x, index_t n, float* m, index_t) { return ExtremeValue<true, false>(x, n, m, 0); }
+index_t MaxValF64(const double* x, index_t n, double* m, index_t) { return ExtremeValue<true, false>(x, n, m, 0); }
+index_t MinValF32(const float* x, index_t n, float* m, index_t) { return ExtremeValue<false, false>(x, n, m, 0); }
+index_t MinValF64(const double* x, index_t n, double* m, index_t) { return ExtremeValue<false, false>(x, n, m, 0); }
+index_t MaxValStreamedF32(const float* x, index_t n, float* m, index_t ahead) {
+  return ExtremeValue<true, true>(x, n, m, ahead);
+}
+index_t MaxValStreamedF64(const double* x, index_t n, double* m, index_t ahead) {
+  return ExtremeValue<true, true>(x, n, m, ahead);
+}
+index_t MinValStreamedF32(const float* x, index_t n, float* m, index_t ahead) {
+  return ExtremeValue<false, true>(x, n, m, ahead);
+}
+index_t MinValStreamedF64(const double* x, index_t n, double* m, index_t ahead) {
+  return ExtremeValue<false, true>(x, n, m, ahead);
+}
 index_t FirstEqF32(const float* x, index_t n, float m) { return FirstEqual(x, n, m); }
 index_t FirstEqF64(const double* x, index_t n, double m) { return FirstEqual(x, n, m); }
 
@@ -163,12 +176,14 @@ void merge_tile(extreme_state<T>& st, const T* x, index_t n, index_t first_index
 
 }  // namespace
 
-// `streamed` picks the prefetching variant of the same kernel.
-void simd_sum(lane_accumulator& acc, const float* x, index_t n, bool streamed) {
-  accumulate<false>(acc, x, n, streamed ? HWY_DYNAMIC_DISPATCH(SumStreamedF32) : HWY_DYNAMIC_DISPATCH(SumF32));
+// ahead > 0 picks the prefetching variant of the same kernel.
+void simd_sum(lane_accumulator& acc, const float* x, index_t n, index_t ahead) {
+  const sum_bulk_fn<float> f = ahead > 0 ? HWY_DYNAMIC_DISPATCH(SumStreamedF32) : HWY_DYNAMIC_DISPATCH(SumF32);
+  accumulate<false>(acc, x, n, [&](double* lane, const float* p, index_t len, bool fresh) { f(lane, p, len, fresh, ahead); });
 }
-void simd_sum(lane_accumulator& acc, const double* x, index_t n, bool streamed) {
-  accumulate<false>(acc, x, n, streamed ? HWY_DYNAMIC_DISPATCH(SumStreamedF64) : HWY_DYNAMIC_DISPATCH(SumF64));
+void simd_sum(lane_accumulator& acc, const double* x, index_t n, index_t ahead) {
+  const sum_bulk_fn<double> f = ahead > 0 ? HWY_DYNAMIC_DISPATCH(SumStreamedF64) : HWY_DYNAMIC_DISPATCH(SumF64);
+  accumulate<false>(acc, x, n, [&](double* lane, const double* p, index_t len, bool fresh) { f(lane, p, len, fresh, ahead); });
 }
 void simd_resolve_sum(bool streamed, sum_bulk_fn<float>& out) noexcept { out = HWY_DYNAMIC_DISPATCH(ResolveSumF32)(streamed); }
 void simd_resolve_sum(bool streamed, sum_bulk_fn<double>& out) noexcept { out = HWY_DYNAMIC_DISPATCH(ResolveSumF64)(streamed); }
@@ -180,27 +195,31 @@ void simd_prod(lane_accumulator& acc, const double* x, index_t n) {
 }
 
 void simd_max(extreme_state<float>& st, const float* x, index_t n, index_t first_index, bool with_index,
-              bool streamed) {
+              index_t ahead) {
+  const auto value = ahead > 0 ? HWY_DYNAMIC_DISPATCH(MaxValStreamedF32) : HWY_DYNAMIC_DISPATCH(MaxValF32);
   merge_tile(st, x, n, first_index, true, with_index,
-             streamed ? HWY_DYNAMIC_DISPATCH(MaxValStreamedF32) : HWY_DYNAMIC_DISPATCH(MaxValF32),
+             [&](const float* p, index_t len, float* m) { return value(p, len, m, ahead); },
              HWY_DYNAMIC_DISPATCH(FirstEqF32));
 }
 void simd_max(extreme_state<double>& st, const double* x, index_t n, index_t first_index, bool with_index,
-              bool streamed) {
+              index_t ahead) {
+  const auto value = ahead > 0 ? HWY_DYNAMIC_DISPATCH(MaxValStreamedF64) : HWY_DYNAMIC_DISPATCH(MaxValF64);
   merge_tile(st, x, n, first_index, true, with_index,
-             streamed ? HWY_DYNAMIC_DISPATCH(MaxValStreamedF64) : HWY_DYNAMIC_DISPATCH(MaxValF64),
+             [&](const double* p, index_t len, double* m) { return value(p, len, m, ahead); },
              HWY_DYNAMIC_DISPATCH(FirstEqF64));
 }
 void simd_min(extreme_state<float>& st, const float* x, index_t n, index_t first_index, bool with_index,
-              bool streamed) {
+              index_t ahead) {
+  const auto value = ahead > 0 ? HWY_DYNAMIC_DISPATCH(MinValStreamedF32) : HWY_DYNAMIC_DISPATCH(MinValF32);
   merge_tile(st, x, n, first_index, false, with_index,
-             streamed ? HWY_DYNAMIC_DISPATCH(MinValStreamedF32) : HWY_DYNAMIC_DISPATCH(MinValF32),
+             [&](const float* p, index_t len, float* m) { return value(p, len, m, ahead); },
              HWY_DYNAMIC_DISPATCH(FirstEqF32));
 }
 void simd_min(extreme_state<double>& st, const double* x, index_t n, index_t first_index, bool with_index,
-              bool streamed) {
+              index_t ahead) {
+  const auto value = ahead > 0 ? HWY_DYNAMIC_DISPATCH(MinValStreamedF64) : HWY_DYNAMIC_DISPATCH(MinValF64);
   merge_tile(st, x, n, first_index, false, with_index,
-             streamed ? HWY_DYNAMIC_DISPATCH(MinValStreamedF64) : HWY_DYNAMIC_DISPATCH(MinValF64),
+             [&](const double* p, index_t len, double* m) { return value(p, len, m, ahead); },
              HWY_DYNAMIC_DISPATCH(FirstEqF64));
 }
 

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "ct/ct.hpp"
 #include "matmul/helpers.hpp"
@@ -65,6 +66,7 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   CHECK(t.weight_prefetch_bytes == 2 * K);
   CHECK(t.weight_burst_bytes == 8 * K);
   CHECK(t.stream_prefetch_bytes == 8 * K);
+  CHECK(t.stream_ahead_bytes == 16 * K);
   CHECK(t.stream_store_bytes == 16 * M);
   CHECK(t.row_cache_bytes == 256 * K);
   // Zen 5's 48 KiB L1d and 1 MiB L2 scale them.
@@ -75,6 +77,8 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   CHECK(z5.weight_prefetch_bytes == 3 * K);
   CHECK(z5.weight_burst_bytes == 12 * K);
   CHECK(z5.gemv_prefetch_bytes == 512);
+  CHECK(z5.stream_ahead_bytes == 24 * K);
+  CHECK(ct::tuning::for_caches({48 * K + 100, 1 * M, 32 * M, 64}).stream_ahead_bytes == 24 * K);  // whole lines
   // No L3: results streamed from 8 x L2. Unknown sizes: the assumed ones.
   CHECK(ct::tuning::for_caches({32 * K, 512 * K, 0, 64}).stream_store_bytes == 4 * M);
   // A large shared L3 (an Intel Xeon's 480 MiB): results stream from 32 x L2, not L3 / 2.
@@ -86,7 +90,7 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   for (std::size_t v : {t1.gemm_a_panel_bytes, t1.gemm_a_block_bytes, t1.gemm_b_block_bytes, t1.gemm_direct_b_bytes,
                         t1.row_block_bytes,
                         t1.gemv_prefetch_bytes, t1.weight_prefetch_bytes, t1.weight_burst_bytes, t1.stream_prefetch_bytes,
-                        t1.stream_store_bytes, t1.row_cache_bytes})
+                        t1.stream_ahead_bytes, t1.stream_store_bytes, t1.row_cache_bytes})
     CHECK(v == 64);
 }
 
@@ -103,6 +107,7 @@ TEST_CASE("parse_tuning: caches re-derive, budgets replace one value", "[tuning]
   CHECK(b.caches.l3 == 1024 * M);
   CHECK(b.gemm_a_block_bytes == 512 * K);
   CHECK(b.weight_prefetch_bytes == 4 * K);
+  CHECK(ct::parse_tuning("stream_ahead=8K", base).stream_ahead_bytes == 8 * K);
   CHECK(ct::parse_tuning("weight_burst=2k", base).weight_burst_bytes == 2 * K);
   // Order does not matter: the caches first, then the budgets.
   CHECK(ct::parse_tuning("gemv_prefetch=512,l1d=64K", base) == ct::parse_tuning("l1d=64K,gemv_prefetch=512", base));
@@ -323,5 +328,34 @@ TEST_CASE("encoded products and fused evaluation under tiny and huge tunings: bi
     INFO(ct::describe(t));
     CHECK(ct_test::bitwise_equal(softmax(), expected_softmax));
     CHECK(ct_test::bitwise_equal(norm(), expected_norm));
+  }
+}
+
+TEST_CASE("stream_ahead: reductions and norm rows read from memory give the same bits at any distance",
+          "[tuning][scheduling]") {
+  // Rows of 4096 floats, 8 MiB in all: read once, straight into the reducers (the kernels'
+  // streamed reads), whose prefetch distance is the tuning's stream_ahead.
+  const auto x = ct::random_uniform<float>({512, 4096}, 21, -5.0f, 5.0f);
+  const auto xd = ct::random_uniform<double>({256, 4096}, 22, -5.0, 5.0);
+  const auto run = [&] {
+    return std::vector<ct::tensor<float>>{ct::eval(ct::sum(x, -1)),       ct::eval(ct::max(x, -1)),
+                                          ct::eval(ct::min(x, -1)),       ct::eval(ct::logsumexp(x, -1)),
+                                          ct::eval(ct::layer_norm(x, -1, 1e-5f)), ct::eval(ct::softmax(x, -1))};
+  };
+  const auto run_d = [&] { return std::vector<ct::tensor<double>>{ct::eval(ct::sum(xd, -1)), ct::eval(ct::logsumexp(xd, -1))}; };
+  const auto argmax = [&] { return ct::eval(ct::argmax(x, -1)); };
+  const auto expected = run();
+  const auto expected_d = run_d();
+  const auto expected_arg = argmax();
+  for (const char* spec : {"stream_ahead=64", "stream_ahead=3K", "stream_ahead=1M"}) {
+    const ct::tuning t = ct::parse_tuning(spec, ct::current_tuning());
+    ct::tuning_scope tuned(t);
+    REQUIRE(ct::current_tuning().stream_ahead_bytes == t.stream_ahead_bytes);
+    INFO(spec);
+    const auto got = run();
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(ct_test::bitwise_equal(got[i], expected[i]));
+    const auto got_d = run_d();
+    for (std::size_t i = 0; i < got_d.size(); ++i) CHECK(ct_test::bitwise_equal(got_d[i], expected_d[i]));
+    CHECK(ct::equal(argmax(), expected_arg));
   }
 }

@@ -48,7 +48,7 @@ double feed_in_cuts(const std::vector<T>& x, const ct::settings& s, rng& r, inde
   k::lane_accumulator acc;
   product ? k::prod_init(acc) : k::sum_init(acc);
   for_each_cut(x, r, max_cut, [&](const T* chunk, index_t len, index_t pos) {
-    product ? k::prod_accumulate(acc, chunk, len, s) : k::sum_accumulate(acc, chunk, len, s, streamed);
+    product ? k::prod_accumulate(acc, chunk, len, s) : k::sum_accumulate(acc, chunk, len, s, streamed ? k::stream_ahead(s) : 0);
     REQUIRE(acc.count == pos + len);
   });
   return product ? k::prod_result(acc) : k::sum_result(acc);
@@ -98,9 +98,9 @@ k::extreme_state<T> extreme_in_cuts(const std::vector<T>& x, index_t first_index
   k::extreme_init(st);
   for_each_cut(x, r, max_cut, [&](const T* chunk, index_t len, index_t pos) {
     if (is_max)
-      k::max_accumulate(st, chunk, len, first_index + pos, s, with_index, streamed);
+      k::max_accumulate(st, chunk, len, first_index + pos, s, with_index, streamed ? k::stream_ahead(s) : 0);
     else
-      k::min_accumulate(st, chunk, len, first_index + pos, s, with_index, streamed);
+      k::min_accumulate(st, chunk, len, first_index + pos, s, with_index, streamed ? k::stream_ahead(s) : 0);
   });
   return st;
 }

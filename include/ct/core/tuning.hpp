@@ -48,6 +48,11 @@ struct tuning {
   std::size_t weight_burst_bytes = 0;
   /// Fused evaluation: a tile's inputs are prefetched this far ahead (L1d / 4).
   std::size_t stream_prefetch_bytes = 0;
+  /// Reductions and row operations reading their input from memory (sum, max, min, argmax,
+  /// argmin, logsumexp, layer and RMS norm rows): each read prefetches the line this far ahead
+  /// of itself (half of L1d, in whole lines: the lines in flight must still be in L1 when the
+  /// loop reaches them).
+  std::size_t stream_ahead_bytes = 0;
   /// Fused evaluation: results of at least this many bytes are written with non-temporal
   /// stores (half of L3, or 8 x L2 without an L3: larger results cannot stay cached anyway).
   std::size_t stream_store_bytes = 0;

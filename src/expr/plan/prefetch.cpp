@@ -35,8 +35,8 @@ void plan_prefetch(plan& pl) {
       seen[l] = 1;
     }
     // Streamed reads straight into sum/max/min/argmax/argmin of float or double (SIMD kernels):
-    // the reduction kernel prefetches 16 KiB ahead, one line per line it reads, instead of a
-    // burst before the tile (which stalled on the few outstanding-miss slots).
+    // the reduction kernel prefetches the tuning's stream_ahead ahead, one line per line it
+    // reads, instead of a burst before the tile (which stalled on the few outstanding-miss slots).
     pp.streamed.assign(code.size(), 0);
     if (pl.column || current_settings().backend != backend::simd) continue;
     for (int i : pp.varying) {

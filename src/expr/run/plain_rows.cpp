@@ -29,6 +29,7 @@ void run_plain(const plan& pl, index_t start, index_t end, runner_workspace& ws)
   const settings s = current_settings();
   const bool streamed = pl.passes[0].streamed[0] != 0;
   const auto bulk = kernels::resolve_sum<T>(streamed, s);
+  const index_t ahead = streamed ? kernels::stream_ahead(s) : 0;
   auto* dest = static_cast<unsigned char*>(pl.dest.data);
   const std::size_t esize = dtype_bytes(pl.dest.type);
   std::vector<index_t>& offsets = ws.offsets;
@@ -41,7 +42,7 @@ void run_plain(const plan& pl, index_t start, index_t end, runner_workspace& ws)
     if (op == reduce_op::sum) {
       kernels::lane_accumulator acc;
       kernels::sum_init(acc);
-      for (index_t at = 0; at < n; at += max_tile) kernels::sum_with(bulk, acc, x + at, std::min(max_tile, n - at));
+      for (index_t at = 0; at < n; at += max_tile) kernels::sum_with(bulk, acc, x + at, std::min(max_tile, n - at), ahead);
       const double v = kernels::sum_result(acc);
       if (red.type == dtype::f32) {
         const float f = static_cast<float>(v);
@@ -54,7 +55,7 @@ void run_plain(const plan& pl, index_t start, index_t end, runner_workspace& ws)
     if (op == reduce_op::logsumexp) {
       kernels::lse_state<T> st;
       kernels::lse_init(st);
-      for (index_t at = 0; at < n; at += max_tile) kernels::lse_accumulate(st, x + at, std::min(max_tile, n - at), s, streamed);
+      for (index_t at = 0; at < n; at += max_tile) kernels::lse_accumulate(st, x + at, std::min(max_tile, n - at), s, ahead);
       const T v = static_cast<T>(kernels::lse_result(st, s));
       std::memcpy(d, &v, sizeof v);
       continue;
@@ -64,8 +65,8 @@ void run_plain(const plan& pl, index_t start, index_t end, runner_workspace& ws)
     const bool with_index = op == reduce_op::argmax || op == reduce_op::argmin;
     for (index_t at = 0; at < n; at += max_tile) {
       const index_t len = std::min(max_tile, n - at);
-      if (op == reduce_op::max || op == reduce_op::argmax) kernels::max_accumulate<T>(ex, x + at, len, at, s, with_index, streamed);
-      else kernels::min_accumulate<T>(ex, x + at, len, at, s, with_index, streamed);
+      if (op == reduce_op::max || op == reduce_op::argmax) kernels::max_accumulate<T>(ex, x + at, len, at, s, with_index, ahead);
+      else kernels::min_accumulate<T>(ex, x + at, len, at, s, with_index, ahead);
     }
     if (with_index) {
       const std::int64_t i = ex.index;

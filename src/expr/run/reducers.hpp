@@ -98,13 +98,16 @@ inline void row_start(reducer_state& st, const instruction& in, bool float_sum) 
 }
 
 /// Feeds n elements x of type `at` (at reduced position pos) to reducer `in` through feed fd.
-/// streamed: the kernels prefetch as they read (pass_plan::streamed).
+/// ahead > 0: x is read from memory (pass_plan::streamed), and the kernels prefetch that far
+/// ahead as they read (kernels::stream_ahead).
 inline void row_feed(reducer_state& st, const pass_plan::feed& fd, const instruction& in, dtype at, const void* x,
-                     index_t n, index_t pos, bool streamed, const settings& s) {
+                     index_t n, index_t pos, index_t ahead, const settings& s) {
   if (fd.sum) {  // the common case, without the type and operation switches below
-    void (*bulk)() = streamed ? fd.bulk_streamed : fd.bulk;
-    if (at == dtype::f32) kernels::sum_with(reinterpret_cast<kernels::sum_bulk_fn<float>>(bulk), st.lanes, static_cast<const float*>(x), n);
-    else kernels::sum_with(reinterpret_cast<kernels::sum_bulk_fn<double>>(bulk), st.lanes, static_cast<const double*>(x), n);
+    void (*bulk)() = ahead > 0 ? fd.bulk_streamed : fd.bulk;
+    if (at == dtype::f32)
+      kernels::sum_with(reinterpret_cast<kernels::sum_bulk_fn<float>>(bulk), st.lanes, static_cast<const float*>(x), n, ahead);
+    else
+      kernels::sum_with(reinterpret_cast<kernels::sum_bulk_fn<double>>(bulk), st.lanes, static_cast<const double*>(x), n, ahead);
     return;
   }
   auto op = static_cast<reduce_op>(in.sub);
@@ -123,15 +126,15 @@ inline void row_feed(reducer_state& st, const pass_plan::feed& fd, const instruc
         else return st.extreme_d;
       }();
       switch (op) {
-        case reduce_op::sum: kernels::sum_accumulate<T>(st.lanes, v, n, s, streamed); break;
+        case reduce_op::sum: kernels::sum_accumulate<T>(st.lanes, v, n, s, ahead); break;
         case reduce_op::prod: kernels::prod_accumulate<T>(st.lanes, v, n, s); break;
-        case reduce_op::max: kernels::max_accumulate<T>(ex, v, n, pos, s, false, streamed); break;
-        case reduce_op::argmax: kernels::max_accumulate<T>(ex, v, n, pos, s, true, streamed); break;
-        case reduce_op::min: kernels::min_accumulate<T>(ex, v, n, pos, s, false, streamed); break;
-        case reduce_op::argmin: kernels::min_accumulate<T>(ex, v, n, pos, s, true, streamed); break;
+        case reduce_op::max: kernels::max_accumulate<T>(ex, v, n, pos, s, false, ahead); break;
+        case reduce_op::argmax: kernels::max_accumulate<T>(ex, v, n, pos, s, true, ahead); break;
+        case reduce_op::min: kernels::min_accumulate<T>(ex, v, n, pos, s, false, ahead); break;
+        case reduce_op::argmin: kernels::min_accumulate<T>(ex, v, n, pos, s, true, ahead); break;
         case reduce_op::logsumexp:
-          if constexpr (std::is_same_v<T, float>) kernels::lse_accumulate<T>(st.lse_f, v, n, s, streamed);
-          else kernels::lse_accumulate<T>(st.lse_d, v, n, s, streamed);
+          if constexpr (std::is_same_v<T, float>) kernels::lse_accumulate<T>(st.lse_f, v, n, s, ahead);
+          else kernels::lse_accumulate<T>(st.lse_d, v, n, s, ahead);
           break;
         case reduce_op::all: case reduce_op::any: break;  // bool operands only (compile-time rule)
       }

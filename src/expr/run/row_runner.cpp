@@ -41,6 +41,7 @@ struct group_runner {
   reducer_state* states;
   const pass_plan* pass = nullptr;  // the current pass
   const settings s = current_settings();        // fixed for the whole callback
+  const index_t stream_ahead_bytes = kernels::stream_ahead(s);  // the streamed kernels' prefetch distance
 
   group_runner(const plan& pl_, unsigned char* s, runner_workspace& ws)
       : pl(pl_), scratch(s), p(pl_.prog), ptr(ws.ptr), uni(ws.uni), offsets(ws.offsets), walk_base(ws.walk_base),
@@ -182,7 +183,7 @@ struct group_runner {
     const bool streamed = pass->streamed[static_cast<std::size_t>(fd.a)] != 0 && !fetched;
     reducer_state& st = states[pl.reducer_index[static_cast<std::size_t>(fd.r)]];
     const dtype at = p.code()[static_cast<std::size_t>(fd.a)].type;
-    row_feed(st, fd, in, at, x, n, pos, streamed, s);
+    row_feed(st, fd, in, at, x, n, pos, streamed ? stream_ahead_bytes : 0, s);
   }
 
   void finish_reducer(int i) {
@@ -350,7 +351,7 @@ struct group_runner {
       const T* c = nr.c_one >= 0 ? static_cast<const T*>(ptr[static_cast<std::size_t>(nr.c_one)]) : leaf(nr.c_leaf, off);
       io[i] = {leaf(nr.x_leaf, off), y, leaf(nr.w_leaf, off), c, i == 0 ? &states[0].lanes : &pair_lanes};
     }
-    reinterpret_cast<kernels::norm_row_fn<T>>(nr.fn)(io, count, pl.tile, nr.streamed, &norm_stage<T>, this);
+    reinterpret_cast<kernels::norm_row_fn<T>>(nr.fn)(io, count, pl.tile, nr.streamed ? stream_ahead_bytes : 0, &norm_stage<T>, this);
     if (pl.narrow_dest)
       narrow_out(reinterpret_cast<const float*>(io[0].y),
                  static_cast<unsigned char*>(pl.dest.data) + offsets.back() * static_cast<index_t>(dtype_bytes(pl.dest.type)), 1,
