@@ -58,7 +58,7 @@ double lse_result(const lse_state<T>& st, bool simd, bool fused) noexcept;
   void simd_resolve_sub_prefetch(unary_op op, bool fused, sub_unary_prefetch_fn<T>& out) noexcept;        \
   void simd_resolve_prefetch(unary_op op, bool fused, unary_prefetch_fn<T>& out) noexcept;                \
   void simd_resolve_sub_sum(unary_op op, bool fused, sub_unary_sum_tile_fn<T>& out) noexcept;           \
-  void simd_resolve_sum(bool streamed, sum_bulk_fn<T>& out) noexcept;                                  \
+  void simd_resolve_sum(sum_bulk_fn<T>& out) noexcept;                                                \
   void simd_resolve_sub_keep(unary_op op, bool fused, bool prefetch, sub_keep_unary_fn<T>& out) noexcept; \
   void simd_resolve_norm_row(norm_output o, bool fused, bool stream, norm_row_fn<T>& out) noexcept;
 CT_KERNELS_DECLARE_SIMD(float)

@@ -46,9 +46,9 @@ void sum_accumulate(lane_accumulator& acc, const T* x, index_t n, const settings
 }
 
 template <class T>
-sum_bulk_fn<T> resolve_sum(bool streamed, const settings& s) noexcept {
+sum_bulk_fn<T> resolve_sum(const settings& s) noexcept {
   sum_bulk_fn<T> f = nullptr;
-  if (s.backend == backend::simd) simd_resolve_sum(streamed, f);
+  if (s.backend == backend::simd) simd_resolve_sum(f);
   return f;
 }
 
@@ -237,7 +237,7 @@ namespace ct::detail::kernels {
   template void prod_accumulate<T>(lane_accumulator&, const T*, index_t, const settings&);              \
   template void lse_accumulate<T>(lse_state<T>&, const T*, index_t, const settings&, index_t);              \
   template double lse_result<T>(const lse_state<T>&, const settings&) noexcept;                          \
-  template sum_bulk_fn<T> resolve_sum<T>(bool, const settings&) noexcept;                               \
+  template sum_bulk_fn<T> resolve_sum<T>(const settings&) noexcept;                                     \
   template void sum_with<T>(sum_bulk_fn<T>, lane_accumulator&, const T*, index_t, index_t);                      \
   template void max_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, index_t); \
   template void min_accumulate<T>(extreme_state<T>&, const T*, index_t, index_t, const settings&, bool, index_t); \

@@ -83,12 +83,11 @@ void prod_accumulate(lane_accumulator& acc, const T* x, index_t n, const setting
 /// The lane kernel sum_accumulate runs for whole rounds of 32 elements (nullptr on the scalar
 /// backend), resolved once for the current backend and CPU target; sum_with(fn, …) then feeds
 /// exactly the lanes sum_accumulate would, without its per-call dispatch.
-/// ahead: the prefetch distance of the streamed variant (resolve_sum(true, s)), which the other
-/// ignores.
+/// ahead: as for sum_accumulate (0: from the caches; > 0: prefetch that far ahead).
 template <class T>
 using sum_bulk_fn = void (*)(double* lane, const T* x, index_t n, bool fresh, index_t ahead);
 template <class T>
-sum_bulk_fn<T> resolve_sum(bool streamed, const settings& s) noexcept;
+sum_bulk_fn<T> resolve_sum(const settings& s) noexcept;
 template <class T>
 void sum_with(sum_bulk_fn<T> bulk, lane_accumulator& acc, const T* x, index_t n, index_t ahead = 0);
 /// Combines the lanes by a fixed pairwise tree: (l0+l1)+(l2+l3)… level by level.
@@ -246,7 +245,7 @@ void sub_unary_sum(sub_unary_sum_tile_fn<T> fn, binary_tile_fn<T> sub, unary_til
                    T* d, index_t n, lane_accumulator& acc);
 
 /// A whole row of layer norm's shape in one call: the three passes the evaluator would run as
-/// sum_with(resolve_sum(streamed)) of x; sub_unary_sum(square) of d = x - m; and the output
+/// sum_with(resolve_sum) of x; sub_unary_sum(square) of d = x - m; and the output
 /// y = d * r (norm_output::mul), (d * r) * w (mul_mul), or resolve_scale_then's (d * r) * w + c
 /// with c varying (mul_add) or one value (mul_add_uniform_c) — bitwise, lane by lane, though d
 /// is formed again from x in the output pass rather than stored. Between the passes it calls

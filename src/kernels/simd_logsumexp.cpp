@@ -206,14 +206,13 @@ HWY_NOINLINE int LseRoundByRound(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T*
 /// Feeds whole rounds x[0..n) (n a multiple of 32, x[0] meeting lane 0) to the state's arrays;
 /// `done` rounds of the current block were fed before. ahead > 0: x comes from memory, prefetched
 /// this far ahead (a branch per block, not a template parameter: one copy of this code per FMA
-/// policy, type and target).
+/// policy, type and target). fresh: nothing was fed since lse_init (the state is the initial one).
 template <bool kFused, class T>
 HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HWY_RESTRICT px, const T* HWY_RESTRICT x,
-                              index_t n, int done, index_t ahead) {
+                              index_t n, int done, index_t ahead, bool fresh) {
   using P = SumParts<T>;
   using V = typename P::V;
   const typename P::DT d;
-  const typename P::DD dd;
   constexpr size_t N = P::N;
   constexpr size_t kVecs = LseRegs<T>::kVecs;
   LseRegs<T> st;
@@ -273,17 +272,14 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
     // the general step makes each element its lane's reference, with the term exp(0) = 1 and
     // the sums 0 still. Done directly here, without the general step's rescaling exps (their
     // call was ~8% of a row of 4096 in L2 on the Zen 5 guest).
-    bool fresh = true;
+    bool finite = fresh;
     V v[kVecs];
     HWY_UNROLL(16)
     for (size_t j = 0; j < kVecs; ++j) {
       v[j] = hn::LoadU(d, x + i + j * N);
-      fresh = fresh && hn::AllTrue(d, hn::IsFinite(v[j])) && hn::AllTrue(d, hn::Eq(p[j], hn::Zero(d))) &&
-              hn::AllTrue(d, hn::Eq(m[j], hn::Set(d, -std::numeric_limits<T>::infinity())));
+      finite = finite && hn::AllTrue(d, hn::IsFinite(v[j]));
     }
-    HWY_UNROLL(16)
-    for (size_t j = 0; j < kVecs * P::kParts; ++j) fresh = fresh && hn::AllTrue(dd, hn::Eq(s[j], hn::Zero(dd)));
-    if (fresh) {
+    if (finite) {
       st.finite = true;
       HWY_UNROLL(16)
       for (size_t j = 0; j < kVecs; ++j) {
@@ -298,11 +294,8 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
     i += kBlock;
   }
   for (; i + kBlock <= n; i += kBlock) block_from(i, std::integral_constant<int, 0>());
-  if (i < n) {
-    rounds(i, n);  // (stores and loads the state: the arrays are current)
-    return;
-  }
   st.Store(mx, sm, px);
+  if (i < n) LseRoundByRound<kFused, T>(mx, sm, px, x + i, n - i, done, ahead);  // the last rounds
 }
 
 /// Feeds lanes [begin, end) of one round from r[begin..end) (a 32-element staging copy; the
@@ -370,7 +363,7 @@ double LseCombineF64(const double* mx, const double* sm, const double* px, doubl
 }
 
 template <class T>
-using lse_rounds_fn = void (*)(T*, double*, T*, const T*, index_t, int, index_t);
+using lse_rounds_fn = void (*)(T*, double*, T*, const T*, index_t, int, index_t, bool);
 template <class T>
 using lse_part_fn = void (*)(T*, double*, T*, const T*, int, int);
 
@@ -410,8 +403,9 @@ void lse_stream(lse_state<T>& st, const T* x, index_t n, Rounds rounds, Part par
         st.count += len;
         if (st.count % (reduce_lanes * lse_block_rounds) == 0) lse_flush(st);  // completed a block
       },
-      [&](index_t at, index_t len, bool) {
-        rounds(st.max, st.sum, st.part, x + at, len, static_cast<int>(st.count / reduce_lanes % lse_block_rounds), ahead);
+      [&](index_t at, index_t len, bool fresh) {
+        rounds(st.max, st.sum, st.part, x + at, len, static_cast<int>(st.count / reduce_lanes % lse_block_rounds), ahead,
+               fresh);
       });
 }
 

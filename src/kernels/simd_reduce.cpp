@@ -20,16 +20,18 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- lane-wise sum / product -----------------------------------------------------------------
 
-void SumF32(double* lane, const float* x, index_t n, bool fresh, index_t) { AccumulateLanes<false, false>(lane, x, n, fresh); }
-void SumF64(double* lane, const double* x, index_t n, bool fresh, index_t) { AccumulateLanes<false, false>(lane, x, n, fresh); }
-void SumStreamedF32(double* lane, const float* x, index_t n, bool fresh, index_t ahead) {
-  AccumulateLanes<false, true>(lane, x, n, fresh, ahead);
+// ahead > 0 (a stream from memory) picks the loop that prefetches that far ahead; same sums.
+template <class T>
+void SumLanes(double* lane, const T* x, index_t n, bool fresh, index_t ahead) {
+  if (ahead > 0)
+    AccumulateLanes<false, true>(lane, x, n, fresh, ahead);
+  else
+    AccumulateLanes<false, false>(lane, x, n, fresh);
 }
-void SumStreamedF64(double* lane, const double* x, index_t n, bool fresh, index_t ahead) {
-  AccumulateLanes<false, true>(lane, x, n, fresh, ahead);
-}
-sum_bulk_fn<float> ResolveSumF32(bool streamed) { return streamed ? &SumStreamedF32 : &SumF32; }
-sum_bulk_fn<double> ResolveSumF64(bool streamed) { return streamed ? &SumStreamedF64 : &SumF64; }
+void SumF32(double* lane, const float* x, index_t n, bool fresh, index_t ahead) { SumLanes(lane, x, n, fresh, ahead); }
+void SumF64(double* lane, const double* x, index_t n, bool fresh, index_t ahead) { SumLanes(lane, x, n, fresh, ahead); }
+sum_bulk_fn<float> ResolveSumF32() { return &SumF32; }
+sum_bulk_fn<double> ResolveSumF64() { return &SumF64; }
 void ProdF32(double* lane, const float* x, index_t n, bool fresh) { AccumulateLanes<true, false>(lane, x, n, fresh); }
 void ProdF64(double* lane, const double* x, index_t n, bool fresh) { AccumulateLanes<true, false>(lane, x, n, fresh); }
 
@@ -112,10 +114,8 @@ namespace ct::detail::kernels {
 
 HWY_EXPORT(SumF32);
 HWY_EXPORT(SumF64);
-HWY_EXPORT(SumStreamedF32);
 HWY_EXPORT(ResolveSumF32);
 HWY_EXPORT(ResolveSumF64);
-HWY_EXPORT(SumStreamedF64);
 HWY_EXPORT(ProdF32);
 HWY_EXPORT(ProdF64);
 HWY_EXPORT(MaxValF32);
@@ -176,17 +176,16 @@ void merge_tile(extreme_state<T>& st, const T* x, index_t n, index_t first_index
 
 }  // namespace
 
-// ahead > 0 picks the prefetching variant of the same kernel.
 void simd_sum(lane_accumulator& acc, const float* x, index_t n, index_t ahead) {
-  const sum_bulk_fn<float> f = ahead > 0 ? HWY_DYNAMIC_DISPATCH(SumStreamedF32) : HWY_DYNAMIC_DISPATCH(SumF32);
+  const sum_bulk_fn<float> f = HWY_DYNAMIC_DISPATCH(SumF32);
   accumulate<false>(acc, x, n, [&](double* lane, const float* p, index_t len, bool fresh) { f(lane, p, len, fresh, ahead); });
 }
 void simd_sum(lane_accumulator& acc, const double* x, index_t n, index_t ahead) {
-  const sum_bulk_fn<double> f = ahead > 0 ? HWY_DYNAMIC_DISPATCH(SumStreamedF64) : HWY_DYNAMIC_DISPATCH(SumF64);
+  const sum_bulk_fn<double> f = HWY_DYNAMIC_DISPATCH(SumF64);
   accumulate<false>(acc, x, n, [&](double* lane, const double* p, index_t len, bool fresh) { f(lane, p, len, fresh, ahead); });
 }
-void simd_resolve_sum(bool streamed, sum_bulk_fn<float>& out) noexcept { out = HWY_DYNAMIC_DISPATCH(ResolveSumF32)(streamed); }
-void simd_resolve_sum(bool streamed, sum_bulk_fn<double>& out) noexcept { out = HWY_DYNAMIC_DISPATCH(ResolveSumF64)(streamed); }
+void simd_resolve_sum(sum_bulk_fn<float>& out) noexcept { out = HWY_DYNAMIC_DISPATCH(ResolveSumF32)(); }
+void simd_resolve_sum(sum_bulk_fn<double>& out) noexcept { out = HWY_DYNAMIC_DISPATCH(ResolveSumF64)(); }
 void simd_prod(lane_accumulator& acc, const float* x, index_t n) {
   accumulate<true>(acc, x, n, HWY_DYNAMIC_DISPATCH(ProdF32));
 }

@@ -264,11 +264,9 @@ void plan_pass_steps(plan& pl, std::size_t ps) {
     if (fd.sum) {
       const settings s = current_settings();
       if (at == dtype::f32) {
-        fd.bulk = reinterpret_cast<void (*)()>(kernels::resolve_sum<float>(false, s));
-        fd.bulk_streamed = reinterpret_cast<void (*)()>(kernels::resolve_sum<float>(true, s));
+        fd.bulk = reinterpret_cast<void (*)()>(kernels::resolve_sum<float>(s));
       } else {
-        fd.bulk = reinterpret_cast<void (*)()>(kernels::resolve_sum<double>(false, s));
-        fd.bulk_streamed = reinterpret_cast<void (*)()>(kernels::resolve_sum<double>(true, s));
+        fd.bulk = reinterpret_cast<void (*)()>(kernels::resolve_sum<double>(s));
       }
     }
     pp.feeds_list.push_back(fd);

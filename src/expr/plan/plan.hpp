@@ -180,8 +180,7 @@ struct pass_plan {
     int r = 0, a = 0;            // the reducer and its argument
     bool uniform_arg = false;    // the argument is one value: repeated along the tile first
     bool sum = false;            // a float or double sum: straight to the lane kernel
-    void (*bulk)() = nullptr;    // sum: kernels::resolve_sum(false) (nullptr: the scalar backend)
-    void (*bulk_streamed)() = nullptr;  // sum: kernels::resolve_sum(true)
+    void (*bulk)() = nullptr;  // sum: kernels::resolve_sum (nullptr: the scalar backend)
   };
   plan_vector<feed> feeds_list;
 };

@@ -28,7 +28,7 @@ void run_plain(const plan& pl, index_t start, index_t end, runner_workspace& ws)
   const index_t n = pl.geo.walk.back().extent;
   const settings s = current_settings();
   const bool streamed = pl.passes[0].streamed[0] != 0;
-  const auto bulk = kernels::resolve_sum<T>(streamed, s);
+  const auto bulk = kernels::resolve_sum<T>(s);
   const index_t ahead = streamed ? kernels::stream_ahead(s) : 0;
   auto* dest = static_cast<unsigned char*>(pl.dest.data);
   const std::size_t esize = dtype_bytes(pl.dest.type);

@@ -103,11 +103,10 @@ inline void row_start(reducer_state& st, const instruction& in, bool float_sum) 
 inline void row_feed(reducer_state& st, const pass_plan::feed& fd, const instruction& in, dtype at, const void* x,
                      index_t n, index_t pos, index_t ahead, const settings& s) {
   if (fd.sum) {  // the common case, without the type and operation switches below
-    void (*bulk)() = ahead > 0 ? fd.bulk_streamed : fd.bulk;
     if (at == dtype::f32)
-      kernels::sum_with(reinterpret_cast<kernels::sum_bulk_fn<float>>(bulk), st.lanes, static_cast<const float*>(x), n, ahead);
+      kernels::sum_with(reinterpret_cast<kernels::sum_bulk_fn<float>>(fd.bulk), st.lanes, static_cast<const float*>(x), n, ahead);
     else
-      kernels::sum_with(reinterpret_cast<kernels::sum_bulk_fn<double>>(bulk), st.lanes, static_cast<const double*>(x), n, ahead);
+      kernels::sum_with(reinterpret_cast<kernels::sum_bulk_fn<double>>(fd.bulk), st.lanes, static_cast<const double*>(x), n, ahead);
     return;
   }
   auto op = static_cast<reduce_op>(in.sub);
