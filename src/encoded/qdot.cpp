@@ -132,10 +132,9 @@ void split_quants(const std::int8_t* q, index_t k, std::int8_t* out) {
 
 void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* q, float* d, std::int16_t* sums,
                          bool simd) {
+  if (simd && simd_quantize(v, k, block, q, d, sums)) return;  // the same bits as below
   require_finite(block == 32 ? "q8_0 activation" : "q8_K activation", v, k);
-  if (simd && simd_quantize(v, k, block, q, d)) {
-    // done by the simd target (the same bits as below)
-  } else if (block == 32) {
+  if (block == 32) {
     // Each block exactly as a q8_0 block: its float16 scale, widened, and its quants.
     unsigned char enc[q8_0_bytes];
     for (index_t b = 0; b < k / 32; ++b) {
@@ -157,6 +156,10 @@ void quantize_activation(const float* v, index_t k, index_t block, std::int8_t* 
       for (index_t j = 0; j < block; ++j) q[b * block + j] = static_cast<std::int8_t>(round_half_away(x[j] * id));
     }
   }
+  quant_sums(q, k, sums);
+}
+
+void quant_sums(const std::int8_t* q, index_t k, std::int16_t* sums) {
   for (index_t g = 0; g < k / 16; ++g) {
     int s = 0;
     for (int j = 0; j < 16; ++j) s += q[16 * g + j];

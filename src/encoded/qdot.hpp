@@ -233,8 +233,11 @@ qdot_tile_pack_fn avx512_qdot_tile_pack(qformat f);
 // The simd entry of the tile kernels: the current target's, or nullptr.
 qdot_tile_fn simd_qdot_tile(qformat f, bool fused);
 qdot_tile_pack_fn simd_qdot_tile_pack(qformat f);
-// The simd quantizer of activation blocks of 32 or 256 (q and d as quantize_activation gives
-// them); false where the target has none (nothing written then).
-bool simd_quantize(const float* v, index_t k, index_t block, std::int8_t* q, float* d);
+// The simd quantizer of activation blocks of 32 or 256 (q, d and sums as quantize_activation
+// gives them, after the same finiteness check); false where the target has none, or where a
+// value is not finite (q, d and sums are scratch then).
+bool simd_quantize(const float* v, index_t k, index_t block, std::int8_t* q, float* d, std::int16_t* sums);
+// sums[g] = the sum of q[16g .. 16g + 16) for g < k / 16.
+void quant_sums(const std::int8_t* q, index_t k, std::int16_t* sums);
 
 }  // namespace ct::detail::encoded

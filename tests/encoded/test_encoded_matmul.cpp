@@ -229,6 +229,16 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
     // the quantizers must round away from zero alike.
     x(96) = 127.0f;
     for (index_t j = 1; j < 32; ++j) x(96 + j) = (j % 2 ? -1.0f : 1.0f) * (static_cast<float>(4 * j) + 0.5f);
+    // Blocks of 32 whose float16 scale is subnormal (max |x| 1e-5 and 3e-8: d = max / 127 is
+    // below 2^-14) and one whose scale is the largest float16 (max |x| 65504 * 127): the simd
+    // quantizers round the scales by the CPU's conversion, the portable one by float16's.
+    for (index_t j = 0; j < 32; ++j) {
+      const float t = (j % 3 ? 1.0f : -1.0f) * (1.0f + static_cast<float>(j) / 7.0f) / 6.0f;
+      x(128 + j) = 1e-5f * t;
+      x(160 + j) = 3e-8f * t;
+      x(192 + j) = 65504.0f * 127.0f * t;
+    }
+    x(192) = 65504.0f * 127.0f;
     // x·wᵀ with 19 activation vectors: the tile kernels where the CPU has them (from 16 vectors
     // run serially), 4 x 3 tiles and every remainder of rows (67 = 16 x 4 + 3) and vectors.
     auto xt = ct::random_uniform<float>({19, k}, 9, -3.0f, 3.0f);
