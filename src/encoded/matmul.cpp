@@ -12,6 +12,7 @@
 #include "ct/core/tuning.hpp"
 #include "ct/encoded/matmul.hpp"
 #include "ct/exec/parallel_for.hpp"
+#include "src/core/aligned_vector.hpp"
 #include "src/encoded/builtin.hpp"
 #include "src/encoded/half_dot.hpp"
 #include "src/encoded/qdot.hpp"
@@ -164,15 +165,19 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   const index_t wblocks = k / w.fmt().block_elements();
   // Per activation vector; divided once here, not per output element (a 64-bit division per
   // element measured a tenth of a short row's dot product).
-  const index_t scales_per_vector = k / ablock, sums_per_vector = k / 16;
-  std::vector<std::int8_t> aq;
-  std::vector<float> ad;
-  std::vector<std::int16_t> as;
+  // Each vector's quants, scales and sums start on a cache line (the kernels' full-width loads
+  // would otherwise straddle two: detail::aligned_vector).
+  const index_t quants_per_vector = detail::whole_lines<std::int8_t>(k);
+  const index_t scales_per_vector = detail::whole_lines<float>(k / ablock);
+  const index_t sums_per_vector = detail::whole_lines<std::int16_t>(k / 16);
+  detail::aligned_vector<std::int8_t> aq;
+  detail::aligned_vector<float> ad;
+  detail::aligned_vector<std::int16_t> as;
   if (quantized) {
     const index_t vectors = x_batches * q.m;
-    aq.resize(static_cast<std::size_t>(vectors * k));
-    ad.resize(static_cast<std::size_t>(vectors * (k / ablock)));
-    as.resize(static_cast<std::size_t>(vectors * (k / 16)));
+    aq.resize(static_cast<std::size_t>(vectors * quants_per_vector));
+    ad.resize(static_cast<std::size_t>(vectors * scales_per_vector));
+    as.resize(static_cast<std::size_t>(vectors * sums_per_vector));
     // A strided activation vector is gathered into v first; a contiguous one is read in place
     // (for a short product the copy and its buffer's zero fill were a tenth of the call).
     std::vector<float> v(q.xk == 1 ? 0 : static_cast<std::size_t>(k));
@@ -184,20 +189,22 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
           for (index_t j = 0; j < k; ++j) v[static_cast<std::size_t>(j)] = src[j * q.xk];
         const index_t at = b * q.m + mi;
         try {
-          detail::encoded::quantize_activation(q.xk == 1 ? src : v.data(), k, ablock, aq.data() + at * k,
-                                               ad.data() + at * (k / ablock), as.data() + at * (k / 16), simd_quantizer);
+          detail::encoded::quantize_activation(q.xk == 1 ? src : v.data(), k, ablock, aq.data() + at * quants_per_vector,
+                                               ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector,
+                                               simd_quantizer);
         } catch (const format_error& e) {
           throw format_error(std::string(op) + ": quantized mode: activation vector " + std::to_string(at) + ": " + e.what());
         }
       }
   }
   // The split layout of the quants, for the kernel that reads it (qdot.hpp).
-  std::vector<std::int8_t> aqs;
+  detail::aligned_vector<std::int8_t> aqs;
   if (quantized && qdot.split) {
     aqs.resize(aq.size());
-    for (index_t at = 0; at < x_batches * q.m; ++at) detail::encoded::split_quants(aq.data() + at * k, k, aqs.data() + at * k);
+    for (index_t at = 0; at < x_batches * q.m; ++at)
+      detail::encoded::split_quants(aq.data() + at * quants_per_vector, k, aqs.data() + at * quants_per_vector);
   }
-  const auto split_at = [&](index_t at) { return aqs.empty() ? nullptr : aqs.data() + at * k; };
+  const auto split_at = [&](index_t at) { return aqs.empty() ? nullptr : aqs.data() + at * quants_per_vector; };
   const auto wrow = [&](index_t b, index_t ni) { return w.row((q.w_batched ? b : 0) * q.n + ni); };
   // Prompt-sized x·wᵀ with a tile kernel (q8_0 / q4_0 on AVX-512 VNNI), the same bits as the
   // rows form, so the choice depends on nothing but speed. The activations are laid out for it
@@ -228,14 +235,14 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     detail::encoded::reserve_tile_activations(x_batches * q.m, k / 32, tiled);
     tiled.chunk_bytes = static_cast<index_t>(tuned.gemm_a_block_bytes);
     for (index_t at = 0; at < x_batches * q.m; ++at)
-      detail::encoded::pack_tile_activations(aq.data() + at * k, ad.data() + at * scales_per_vector,
+      detail::encoded::pack_tile_activations(aq.data() + at * quants_per_vector, ad.data() + at * scales_per_vector,
                                              as.data() + at * sums_per_vector, qdot.tile_offset, at, tiled);
     if (shared_tiles) qdot.tile_pack(w.row(0), w.row_bytes(), q.n, k / 32, tiled_w);
   }
   // Quantized: activation vector m of batch b, as the kernels take it (burst: qactivation's).
   const auto activation = [&](index_t b, index_t mi, index_t burst) {
     const index_t at = (x_batches == 1 ? 0 : b) * q.m + mi;
-    return detail::encoded::qactivation{aq.data() + at * k, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector,
+    return detail::encoded::qactivation{aq.data() + at * quants_per_vector, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector,
                                         weight_prefetch, split_at(at), burst};
   };
   // out(b, n, m) from a decoded weight row (exact) or the row's blocks (quantized).

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "src/core/aligned_vector.hpp"
 #include "ct/core/index.hpp"
 #include "ct/exec/settings.hpp"
 #include "src/core/big_buffer.hpp"
@@ -131,9 +132,9 @@ struct qtile_activations {
   // How many bytes of laid-out vectors a tile kernel keeps in L2 while the weight rows pass them
   // (the caller's tuning: gemm_a_block_bytes, L2 / 4, the same role as GEMM's A block). Speed only.
   index_t chunk_bytes = 131072;
-  std::vector<std::int8_t> q;       // [group][vector][512]
-  std::vector<std::int32_t> start;  // [group][vector][16]
-  std::vector<float> d;             // [group][vector][16]
+  aligned_vector<std::int8_t> q;       // [group][vector][512]
+  aligned_vector<std::int32_t> start;  // [group][vector][16]
+  aligned_vector<float> d;             // [group][vector][16]
 };
 
 /// Sizes `out` for `vectors` activation vectors of `blocks` blocks of 32 (zero filled).
