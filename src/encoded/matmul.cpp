@@ -180,7 +180,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     as.resize(static_cast<std::size_t>(vectors * sums_per_vector));
     // A strided activation vector is gathered into v first; a contiguous one is read in place
     // (for a short product the copy and its buffer's zero fill were a tenth of the call).
-    std::vector<float> v(q.xk == 1 ? 0 : static_cast<std::size_t>(k));
+    detail::aligned_vector<float> v(q.xk == 1 ? 0 : static_cast<std::size_t>(k));
     const bool simd_quantizer = current_settings().backend == backend::simd;
     for (index_t b = 0; b < x_batches; ++b)
       for (index_t mi = 0; mi < q.m; ++mi) {
@@ -295,7 +295,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     // Groups (b, n): the weight row decoded once (exact mode), then every m.
     detail::schedule(op, q.batches * q.n, [&](index_t start, index_t end) {
       const settings s = current_settings();
-      std::vector<float> row(quantized || half_dot != nullptr ? 0 : static_cast<std::size_t>(k));
+      detail::aligned_vector<float> row(quantized || half_dot != nullptr ? 0 : static_cast<std::size_t>(k));
       // (b, ni) stepped, not divided out of g for every group (as above).
       index_t b = start / q.n, ni = start % q.n;
       if ((quantized || half_dot != nullptr) && q.m == 1) {  // matrix-vector: several rows per call, per batch
@@ -340,7 +340,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   const index_t grain = weights_stream ? 4 * tile_min_serial : 1;
   detail::schedule(op, q.batches * q.m, [&](index_t start, index_t end) {
     const settings s = current_settings();
-    std::vector<float> rows(quantized ? 0 : static_cast<std::size_t>(block_rows * k));
+    detail::aligned_vector<float> rows(quantized ? 0 : static_cast<std::size_t>(block_rows * k));
     for (index_t g = start; g < end;) {
       const index_t b = g / q.m, m0 = g % q.m, m1 = std::min(q.m, m0 + (end - g));
       for (index_t n0 = 0; n0 < q.n; n0 += block_rows) {
