@@ -121,7 +121,7 @@ qdot_kernel resolve_qdot(std::string_view format, const settings& s) {
 }
 
 void split_quants(const std::int8_t* q, index_t k, std::int8_t* out) {
-  const index_t whole = k / 512 * 512;
+  const index_t whole = k / 128 * 128;
   for (index_t base = 0; base < whole; base += 128)
     for (index_t j = 0; j < 4; ++j) {
       std::memcpy(out + base + 16 * j, q + base + 32 * j, 16);

@@ -92,11 +92,12 @@ struct row_runs {
   index_t run_end(index_t r) const { return r < h ? h : rows; }
 };
 
-/// The split layout of K activation quants, for the AVX-512 q4_0 kernel: every whole group of
-/// 16 blocks of 32 (512 quants) keeps its place, and within it each run of four blocks
-/// (128 quants) becomes their quants 0..15 block by block, then their quants 16..31 (what a
-/// register of four blocks' low / high nibbles multiplies). Quants past the last whole group
-/// are copied as they are (the kernels read those in the plain layout).
+/// The split layout of K activation quants, for the AVX-512 q4_0 kernel: every whole run of
+/// four blocks of 32 (128 quants) keeps its place and becomes their quants 0..15 block by
+/// block, then their quants 16..31 (what a register of four blocks' low / high nibbles
+/// multiplies). Quants past the last whole run are copied as they are. The kernels read whole
+/// groups of 16 blocks, and the tails of 8 blocks of rows of 24, in this layout; other tails
+/// in the plain one.
 void split_quants(const std::int8_t* q, index_t k, std::int8_t* out);
 
 /// dot(weight row w of `blocks` weight blocks, activation x). x by reference: the 24-byte struct
