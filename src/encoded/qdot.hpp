@@ -19,9 +19,9 @@
 #include <string_view>
 #include <vector>
 
-#include "src/core/aligned_vector.hpp"
 #include "ct/core/index.hpp"
 #include "ct/exec/settings.hpp"
+#include "src/core/aligned_vector.hpp"
 #include "src/core/big_buffer.hpp"
 
 namespace ct::detail::encoded {

@@ -244,18 +244,16 @@ CT_AVX512_VNNI inline __m512 TailGroup(const unsigned char* w, const std::int8_t
 // TailGroup for two rows at once, whose tails of nb <= 8 blocks (at wa and wb) share one
 // fold, one offset and one scale step: row a's blocks in lanes 0..7, row b's in 8..15, against
 // the same activation blocks. Lane by lane the same integer sums and float steps as TailGroup
-// on each row, so the same bits; la and lb keep their lanes from nb on.
+// on each row, so the same bits; la and lb keep their lanes from nb on. TailPairFinish is the
+// part after the fold: `folded` holds the tails' integer dots before the activation offset.
 template <bool kQ4, bool kFused>
-CT_AVX512_VNNI inline void TailPair(const unsigned char* wa, const unsigned char* wb, const std::int8_t* xq, const float* xd,
-                                    const std::int16_t* sums, index_t nb, __m512& la, __m512& lb) {
+CT_AVX512_VNNI inline void TailPairFinish(__m512i folded, const unsigned char* wa, const unsigned char* wb, const float* xd,
+                                          const std::int16_t* sums, index_t nb, __m512& la, __m512& lb) {
   constexpr int wbytes = kQ4 ? static_cast<int>(q4_0_bytes) : static_cast<int>(q8_0_bytes);
-  __m512i part[8];
-  TailPartials<kQ4>(wa, xq, nb, 4, part);
-  TailPartials<kQ4>(wb, xq, nb, 4, part + 4);
   const __mmask8 keep8 = static_cast<__mmask8>((1u << nb) - 1);
   const __m256i tail_sums = _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << (2 * nb)) - 1), sums);
   const __m512i offset = _mm512_madd_epi16(_mm512_broadcast_i64x4(tail_sums), _mm512_set1_epi16(kQ4 ? 8 : 128));
-  const __m512i isum = _mm512_sub_epi32(FoldSixteen(part), offset);
+  const __m512i isum = _mm512_sub_epi32(folded, offset);
   const __m512 dx = _mm512_broadcast_f32x8(_mm256_maskz_loadu_ps(keep8, xd));
   const __m512 scale = _mm512_mul_ps(ScalesOfHalves<kQ4, true>(wa, nb * wbytes, wb, nb * wbytes), dx);
   const __m512 both = _mm512_shuffle_f32x4(la, lb, _MM_SHUFFLE(1, 0, 1, 0));  // la's lanes 0..7, lb's 0..7
@@ -263,29 +261,29 @@ CT_AVX512_VNNI inline void TailPair(const unsigned char* wa, const unsigned char
   la = _mm512_mask_mov_ps(la, static_cast<__mmask16>(keep8), res);
   lb = _mm512_mask_mov_ps(lb, static_cast<__mmask16>(keep8), _mm512_shuffle_f32x4(res, res, _MM_SHUFFLE(3, 2, 3, 2)));
 }
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI inline void TailPair(const unsigned char* wa, const unsigned char* wb, const std::int8_t* xq, const float* xd,
+                                    const std::int16_t* sums, index_t nb, __m512& la, __m512& lb) {
+  __m512i part[8];
+  TailPartials<kQ4>(wa, xq, nb, 4, part);
+  TailPartials<kQ4>(wb, xq, nb, 4, part + 4);
+  TailPairFinish<kQ4, kFused>(FoldSixteen(part), wa, wb, xd, sums, nb, la, lb);
+}
 
 // TailPair for q4_0 tails of exactly 8 blocks (K = 768: Llama-100M's), from the quads of
 // QuadPartials against the tail's split activation quants at xs (split_quants splits every
 // whole run of four blocks): row a's two quads and row b's fold in one FoldQuads, whose lanes
-// then hold row a's blocks 0..7 and row b's 0..7, as TailPair leaves them. The same integers
-// and float steps, so the same bits. Two rows' pairs took about as long as the sixteen-block
-// group before them (a stand-alone loop on the Zen 5 guest: 41 cycles a row of 24 blocks
-// against 22-24 for a row of 16).
+// then hold row a's blocks 0..7 and row b's 0..7, as FoldSixteen leaves them in TailPair. The
+// same integers and float steps, so the same bits. Two rows' pairs took about as long as the
+// sixteen-block group before them (a stand-alone loop on the Zen 5 guest: 41 cycles a row of
+// 24 blocks against 22-24 for a row of 16).
 template <bool kFused>
 CT_AVX512_VNNI inline void TailPairQuads(const unsigned char* wa, const unsigned char* wb, const std::int8_t* xs,
                                          const float* xd, const std::int16_t* sums, __m512& la, __m512& lb) {
   constexpr int wbytes = static_cast<int>(q4_0_bytes);
   const __m512i part[4] = {QuadPartials(wa, xs), QuadPartials(wa + 4 * wbytes, xs + 128), QuadPartials(wb, xs),
                            QuadPartials(wb + 4 * wbytes, xs + 128)};
-  const __m256i tail_sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums));
-  const __m512i offset = _mm512_madd_epi16(_mm512_broadcast_i64x4(tail_sums), _mm512_set1_epi16(8));
-  const __m512i isum = _mm512_sub_epi32(FoldQuads(part), offset);
-  const __m512 dx = _mm512_broadcast_f32x8(_mm256_loadu_ps(xd));
-  const __m512 scale = _mm512_mul_ps(ScalesOfHalves<true, true>(wa, 8 * wbytes, wb, 8 * wbytes), dx);
-  const __m512 both = _mm512_shuffle_f32x4(la, lb, _MM_SHUFFLE(1, 0, 1, 0));  // la's lanes 0..7, lb's 0..7
-  const __m512 res = MulAdd16<kFused>(scale, _mm512_cvtepi32_ps(isum), both);
-  la = _mm512_mask_mov_ps(la, 0x00ff, res);
-  lb = _mm512_mask_mov_ps(lb, 0x00ff, _mm512_shuffle_f32x4(res, res, _MM_SHUFFLE(3, 2, 3, 2)));
+  TailPairFinish<true, kFused>(FoldQuads(part), wa, wb, xd, sums, 8, la, lb);
 }
 
 // The weight prefetch (ahead_prefetch, qdot.hpp: into L1 at the tuning's weight_prefetch_bytes)

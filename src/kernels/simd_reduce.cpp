@@ -86,22 +86,15 @@ HWY_INLINE index_t FirstEqual(const T* HWY_RESTRICT x, index_t n, T m) {
   return n - 1;  // not reached
 }
 
-index_t MaxValF32(const float* x, index_t n, float* m, index_t) { return ExtremeValue<true, false>(x, n, m, 0); }
-index_t MaxValF64(const double* x, index_t n, double* m, index_t) { return ExtremeValue<true, false>(x, n, m, 0); }
-index_t MinValF32(const float* x, index_t n, float* m, index_t) { return ExtremeValue<false, false>(x, n, m, 0); }
-index_t MinValF64(const double* x, index_t n, double* m, index_t) { return ExtremeValue<false, false>(x, n, m, 0); }
-index_t MaxValStreamedF32(const float* x, index_t n, float* m, index_t ahead) {
-  return ExtremeValue<true, true>(x, n, m, ahead);
+// ahead > 0 (a stream from memory) picks the loop that prefetches that far ahead; same result.
+template <bool kMax, class T>
+index_t ExtremeOf(const T* x, index_t n, T* m, index_t ahead) {
+  return ahead > 0 ? ExtremeValue<kMax, true>(x, n, m, ahead) : ExtremeValue<kMax, false>(x, n, m, 0);
 }
-index_t MaxValStreamedF64(const double* x, index_t n, double* m, index_t ahead) {
-  return ExtremeValue<true, true>(x, n, m, ahead);
-}
-index_t MinValStreamedF32(const float* x, index_t n, float* m, index_t ahead) {
-  return ExtremeValue<false, true>(x, n, m, ahead);
-}
-index_t MinValStreamedF64(const double* x, index_t n, double* m, index_t ahead) {
-  return ExtremeValue<false, true>(x, n, m, ahead);
-}
+index_t MaxValF32(const float* x, index_t n, float* m, index_t ahead) { return ExtremeOf<true>(x, n, m, ahead); }
+index_t MaxValF64(const double* x, index_t n, double* m, index_t ahead) { return ExtremeOf<true>(x, n, m, ahead); }
+index_t MinValF32(const float* x, index_t n, float* m, index_t ahead) { return ExtremeOf<false>(x, n, m, ahead); }
+index_t MinValF64(const double* x, index_t n, double* m, index_t ahead) { return ExtremeOf<false>(x, n, m, ahead); }
 index_t FirstEqF32(const float* x, index_t n, float m) { return FirstEqual(x, n, m); }
 index_t FirstEqF64(const double* x, index_t n, double m) { return FirstEqual(x, n, m); }
 
@@ -122,10 +115,6 @@ HWY_EXPORT(MaxValF32);
 HWY_EXPORT(MaxValF64);
 HWY_EXPORT(MinValF32);
 HWY_EXPORT(MinValF64);
-HWY_EXPORT(MaxValStreamedF32);
-HWY_EXPORT(MaxValStreamedF64);
-HWY_EXPORT(MinValStreamedF32);
-HWY_EXPORT(MinValStreamedF64);
 HWY_EXPORT(FirstEqF32);
 HWY_EXPORT(FirstEqF64);
 
@@ -195,28 +184,28 @@ void simd_prod(lane_accumulator& acc, const double* x, index_t n) {
 
 void simd_max(extreme_state<float>& st, const float* x, index_t n, index_t first_index, bool with_index,
               index_t ahead) {
-  const auto value = ahead > 0 ? HWY_DYNAMIC_DISPATCH(MaxValStreamedF32) : HWY_DYNAMIC_DISPATCH(MaxValF32);
+  const auto value = HWY_DYNAMIC_DISPATCH(MaxValF32);
   merge_tile(st, x, n, first_index, true, with_index,
              [&](const float* p, index_t len, float* m) { return value(p, len, m, ahead); },
              HWY_DYNAMIC_DISPATCH(FirstEqF32));
 }
 void simd_max(extreme_state<double>& st, const double* x, index_t n, index_t first_index, bool with_index,
               index_t ahead) {
-  const auto value = ahead > 0 ? HWY_DYNAMIC_DISPATCH(MaxValStreamedF64) : HWY_DYNAMIC_DISPATCH(MaxValF64);
+  const auto value = HWY_DYNAMIC_DISPATCH(MaxValF64);
   merge_tile(st, x, n, first_index, true, with_index,
              [&](const double* p, index_t len, double* m) { return value(p, len, m, ahead); },
              HWY_DYNAMIC_DISPATCH(FirstEqF64));
 }
 void simd_min(extreme_state<float>& st, const float* x, index_t n, index_t first_index, bool with_index,
               index_t ahead) {
-  const auto value = ahead > 0 ? HWY_DYNAMIC_DISPATCH(MinValStreamedF32) : HWY_DYNAMIC_DISPATCH(MinValF32);
+  const auto value = HWY_DYNAMIC_DISPATCH(MinValF32);
   merge_tile(st, x, n, first_index, false, with_index,
              [&](const float* p, index_t len, float* m) { return value(p, len, m, ahead); },
              HWY_DYNAMIC_DISPATCH(FirstEqF32));
 }
 void simd_min(extreme_state<double>& st, const double* x, index_t n, index_t first_index, bool with_index,
               index_t ahead) {
-  const auto value = ahead > 0 ? HWY_DYNAMIC_DISPATCH(MinValStreamedF64) : HWY_DYNAMIC_DISPATCH(MinValF64);
+  const auto value = HWY_DYNAMIC_DISPATCH(MinValF64);
   merge_tile(st, x, n, first_index, false, with_index,
              [&](const double* p, index_t len, double* m) { return value(p, len, m, ahead); },
              HWY_DYNAMIC_DISPATCH(FirstEqF64));
