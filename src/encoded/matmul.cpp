@@ -197,6 +197,14 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
         }
       }
   }
+  // The sums of 32 for activation blocks of 256 (q4_K's mins; qactivation::pair_sums).
+  const index_t pair_sums_per_vector = detail::whole_lines<std::int16_t>(k / 32);
+  detail::aligned_vector<std::int16_t> aps;
+  if (quantized && ablock == 256) {
+    aps.resize(static_cast<std::size_t>(x_batches * q.m * pair_sums_per_vector));
+    for (index_t at = 0; at < x_batches * q.m; ++at)
+      detail::encoded::pair_sums(as.data() + at * sums_per_vector, k, aps.data() + at * pair_sums_per_vector);
+  }
   // The split layout of the quants, for the kernel that reads it (qdot.hpp).
   detail::aligned_vector<std::int8_t> aqs;
   if (quantized && qdot.split) {
@@ -242,8 +250,13 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
   // Quantized: activation vector m of batch b, as the kernels take it (burst: qactivation's).
   const auto activation = [&](index_t b, index_t mi, index_t burst) {
     const index_t at = (x_batches == 1 ? 0 : b) * q.m + mi;
-    return detail::encoded::qactivation{aq.data() + at * quants_per_vector, ad.data() + at * scales_per_vector, as.data() + at * sums_per_vector,
-                                        weight_prefetch, split_at(at), burst};
+    return detail::encoded::qactivation{aq.data() + at * quants_per_vector,
+                                        ad.data() + at * scales_per_vector,
+                                        as.data() + at * sums_per_vector,
+                                        aps.empty() ? nullptr : aps.data() + at * pair_sums_per_vector,
+                                        weight_prefetch,
+                                        split_at(at),
+                                        burst};
   };
   // out(b, n, m) from a decoded weight row (exact) or the row's blocks (quantized).
   const auto element = [&](index_t b, index_t ni, index_t mi, const float* decoded, const settings& s) {

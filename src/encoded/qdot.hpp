@@ -44,6 +44,9 @@ struct qactivation {
   const std::int8_t* q;
   const float* d;
   const std::int16_t* sums;
+  /// For activation blocks of 256: the sums of every 32 consecutive quants (pair_sums), which
+  /// q4_K's mins multiply; else nullptr.
+  const std::int16_t* pair_sums = nullptr;
   /// How far ahead in the weight stream the simd kernels prefetch (the caller's tuning,
   /// weight_prefetch_bytes); 0: no prefetch. Speed only.
   index_t prefetch_bytes = 0;
@@ -241,5 +244,7 @@ qdot_tile_pack_fn simd_qdot_tile_pack(qformat f);
 bool simd_quantize(const float* v, index_t k, index_t block, std::int8_t* q, float* d, std::int16_t* sums);
 // sums[g] = the sum of q[16g .. 16g + 16) for g < k / 16.
 void quant_sums(const std::int8_t* q, index_t k, std::int16_t* sums);
+// out[j] = sums[2j] + sums[2j + 1] for j < k / 32 (the sums of 32 from quant_sums' sums of 16).
+void pair_sums(const std::int16_t* sums, index_t k, std::int16_t* out);
 
 }  // namespace ct::detail::encoded

@@ -21,8 +21,9 @@
 // q4_K / q6_K: per super-block, the quants against their activation quants by vpmaddubsw (pairs
 // to int16: at most 2 * 63 * 127 < 2^15), then vpdpwssd with the 16- or 32-value group's scale
 // accumulates into int32; then the horizontal sums of eight super-blocks in one transpose tree
-// (Sums8x8; the rows' last super-blocks in pairs or alone), each exact, so the order only fixes
-// the float steps, which follow the portable kernel's order one super-block at a time.
+// (q4_K: Q4KSums8, the last batch of a row padded; q6_K: Sums8x8, the rows' last super-blocks
+// alone), each exact, so the order only fixes the float steps, which follow the portable
+// kernel's order one super-block at a time.
 //
 // The tile kernels (prompt-sized x·wᵀ, q8_0 / q4_0) are in qdot_tile_avx512.cpp, the K formats'
 // multi-vector kernels in qdot_multi_avx512.cpp, the K formats' building blocks both use in
@@ -424,84 +425,127 @@ CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, in
   RowsInRuns<&QDot32<kQ4, kFused>, &QDot32<kQ4, kFused>>(w, row_bytes, rows, x, blocks, y, y_stride);
 }
 
-// q4_K: eight super-blocks at a time, their sixteen horizontal sums in two Sums8x8 trees and
-// their scale products (dx d, dx dmin) formed in vectors; then each super-block's two float
-// steps in order, as the portable kernel does: acc += (dx d) A_s, then acc -= (dx dmin) B_s.
-// (With one tree per pair of super-blocks and the products in scalar code, the Xeon guest
-// spent a sixth of the kernel's time there: docs/encoded.md.) The rest of a row in pairs and
-// a last single one. kPrefetch: each super-block prefetches its own bytes x.prefetch_bytes
-// ahead (into L1), for RowsInRuns' two runs only (RowsInRuns says why). One prefetch per
-// super-block rather than a batch's eighteen lines at once: on the Xeon guest, from DRAM at one
-// thread, alternated in three rounds, q4_K 4096² 0.80-0.82 -> 0.72-0.73 ms, 11008 x 4096
-// 2.13-2.15 -> 1.84-1.86 (q6_K's 26 lines: 1.07-1.09 -> 0.95-0.97, 2.69-2.73 -> 2.42-2.47);
-// spread over pairs of super-blocks the same, over fours slower (q8_0 / q4_0's groups of 8.5
-// and 4.5 lines measured 2-5% slower spread one prefetch per register).
-template <bool kFused, bool kPrefetch = false>
-CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
+// q4_K: super-blocks s .. s + n of a row (n <= 8; sb at super-block s) against x, as the
+// float steps want them: f = [A_0 .. A_7, B_0 .. B_7] and m = [dx d, -(dx dmin)] per
+// super-block, in the order of the portable kernel's steps (acc += (dx d) A_s, then
+// acc -= (dx dmin) B_s); lanes of super-blocks past n are 0. Per four super-blocks, their heads (d, dmin, scales and mins) in
+// one register, unpacked once (Q4KScalesMins4); the sixteen horizontal sums in one tree
+// (Q4KSums8). kPrefetch: each super-block prefetches its own bytes x.prefetch_bytes ahead
+// (into L1), for the two runs of rows only (RowsInRuns says why). One prefetch per super-block
+// rather than a batch's eighteen lines at once: on the Xeon guest, from DRAM at one thread,
+// alternated in three rounds, q4_K 4096² 0.80-0.82 -> 0.72-0.73 ms, 11008 x 4096 2.13-2.15 ->
+// 1.84-1.86 (q6_K's 26 lines: 1.07-1.09 -> 0.95-0.97, 2.69-2.73 -> 2.42-2.47).
+template <bool kPrefetch, bool kWhole>
+CT_AVX512_VNNI inline void Q4KBatch(const unsigned char* sb, const qactivation& x, index_t s, index_t n, const Q4KPicks& pick,
+                                   __m512& m, __m512& f) {
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i a[8], b[2], heads[2];
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const unsigned char* const g = sb + 4 * h * q4_K_bytes;
+    if (!kWhole && n <= 4 * h) {
+      heads[h] = b[h] = a[4 * h] = a[4 * h + 1] = a[4 * h + 2] = a[4 * h + 3] = zero;
+      continue;
+    }
+    heads[h] = kWhole ? Q4KHeads4(g) : Q4KHeads4(g, n - 4 * h);
+    const __m512i sm = Q4KScalesMins4(heads[h]);
+    b[h] = Q4KMinDots4(sm, x.pair_sums + 8 * (s + 4 * h));
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      if (!kWhole && n <= 4 * h + i) {
+        a[4 * h + i] = zero;
+        continue;
+      }
+      if constexpr (kPrefetch) ahead_prefetch(g + i * q4_K_bytes, q4_K_bytes, x.prefetch_bytes);
+      a[4 * h + i] = Q4KSubDots(g + i * q4_K_bytes, Lane128(sm, i), x.q + (s + 4 * h + i) * 256, pick);
+    }
+  }
+  f = _mm512_cvtepi32_ps(Q4KSums8(a, b));
+  // [d_0 .. d_7, dmin_0 .. dmin_7]: words 0 and 1 of each head
+  const __m512i words = _mm512_setr_epi32(0x00080000, 0x00180010, 0x00280020, 0x00380030, 0x00090001, 0x00190011, 0x00290021,
+                                          0x00390031, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512 d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(heads[0], words, heads[1])));
+  // [dx, -dx] ((-dx) dmin is -(dx dmin) exactly); x.d's buffer has whole cache lines, so the
+  // eight floats at s are there even past the last super-block (their lanes are masked off)
+  const __m512 dx = _mm512_xor_ps(_mm512_broadcast_f32x8(_mm256_loadu_ps(x.d + s)),
+                                  _mm512_castsi512_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, INT32_MIN, INT32_MIN, INT32_MIN,
+                                                                        INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN)));
+  if constexpr (kWhole) {
+    m = _mm512_mul_ps(dx, d);
+  } else {
+    const auto present = static_cast<__mmask16>((1u << n) - 1);
+    m = _mm512_maskz_mul_ps(static_cast<__mmask16>(present | (present << 8)), dx, d);
+  }
+}
+
+// q4_K rows (RowsInRuns' order and bursts; kPrefetch with its two runs): each row in batches
+// of eight super-blocks (Q4KBatch; the last batch as many as remain), each batch's float steps
+// (a chain of sixteen dependent multiply-adds) run after the next batch's integer work is
+// issued, so that the chain overlaps it — across rows too: a row's last steps wait for the next
+// row's first batch. (Run at a row's end, a 4096-wide row's last chain was exposed: on the Zen 5
+// guest, from L2, 14.2 cycles per super-block with it and 10.6 without any float steps.)
+template <bool kFused, bool kPrefetch>
+CT_AVX512_VNNI void Q4KRowsIn(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
+                              float* y, index_t y_stride) {
   const Q4KPicks pick;
+  const row_runs runs(rows);
+  alignas(64) float m[16], f[16];
   float acc = 0.0f;
-  const auto add = [&](const unsigned char* sb, index_t s, std::int32_t a, std::int32_t b) {
-    const float dx = x.d[s];
-    acc = mm::muladd<kFused>(dx * ScaleAt(sb), static_cast<float>(a), acc);
-    acc = mm::muladd<kFused>(-(dx * ScaleAt(sb + 2)), static_cast<float>(b), acc);
-  };
-  index_t s = 0;
-  // A batch's scale products and sums, its float steps run after the next batch's integer work
-  // is issued (their dependent chain then overlaps it).
-  alignas(32) float ma[8], mb[8], fa[8], fb[8];
-  bool pending = false;
+  float* out = nullptr;  // where the pending batch's row sum goes after its steps, when it ends its row
+  index_t pending = 0;  // super-blocks in the pending batch
   const auto steps = [&] {
     // Read back from memory (the load ports are idle here); left to itself the compiler moves
     // each lane out with a shuffle, 32 more operations on the vector ports.
     asm volatile("" ::: "memory");
+    // Only the batch's super-blocks: a short row's chain would otherwise be mostly padding.
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
-      acc = mm::muladd<kFused>(ma[i], fa[i], acc);
-      acc = mm::muladd<kFused>(mb[i], fb[i], acc);
+      if (i == pending) break;
+      acc = mm::muladd<kFused>(m[i], f[i], acc);
+      acc = mm::muladd<kFused>(m[8 + i], f[8 + i], acc);
+    }
+    if (out != nullptr) {
+      *out = acc;
+      acc = 0.0f;
     }
   };
-  for (; s + 8 <= blocks; s += 8, w += 8 * q4_K_bytes) {
-    __m256i a[8], b[8];
-    std::int32_t dd[8];  // each super-block's d (low half) and dmin (high half), float16
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) {
-      if constexpr (kPrefetch) ahead_prefetch(w + i * q4_K_bytes, q4_K_bytes, x.prefetch_bytes);
-      Q4KPartials(w + i * q4_K_bytes, x.q + (s + i) * 256, x.sums + (s + i) * 16, pick, a[i], b[i]);
-      std::memcpy(&dd[i], w + i * q4_K_bytes, 4);
+  for (index_t j = 0; j < rows; ++j) {
+    const index_t r = runs.row(j);
+    const unsigned char* const row = w + static_cast<std::size_t>(r) * row_bytes;
+    if (r + 1 < runs.run_end(r)) burst_prefetch(row + row_bytes, row_bytes, x.burst_bytes);
+    for (index_t s = 0; s < blocks; s += 8) {
+      __m512 mv, fv;
+      if (s + 8 <= blocks)
+        Q4KBatch<kPrefetch, true>(row + s * q4_K_bytes, x, s, 8, pick, mv, fv);
+      else
+        Q4KBatch<kPrefetch, false>(row + s * q4_K_bytes, x, s, blocks - s, pick, mv, fv);
+      if (pending > 0) steps();
+      _mm512_store_ps(m, mv);
+      _mm512_store_ps(f, fv);
+      pending = std::min<index_t>(8, blocks - s);
+      out = s + 8 >= blocks ? y + r * y_stride : nullptr;
     }
-    const __m256 as = _mm256_cvtepi32_ps(Sums8x8(a)), bs = _mm256_cvtepi32_ps(Sums8x8(b));
-    const __m256i d16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd));
-    const __m256 dx = _mm256_loadu_ps(x.d + s);
-    const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(d16));
-    const __m256 dmin = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(d16, 16)));
-    if (pending) steps();
-    _mm256_store_ps(ma, _mm256_mul_ps(dx, d));
-    _mm256_store_ps(mb, _mm256_xor_ps(_mm256_mul_ps(dx, dmin), _mm256_set1_ps(-0.0f)));  // -(dx dmin)
-    _mm256_store_ps(fa, as);
-    _mm256_store_ps(fb, bs);
-    pending = true;
   }
-  if (pending) steps();
-  for (; s + 2 <= blocks; s += 2, w += 2 * q4_K_bytes) {
-    __m256i a0, b0, a1, b1;
-    Q4KPartials(w, x.q + s * 256, x.sums + s * 16, pick, a0, b0);
-    Q4KPartials(w + q4_K_bytes, x.q + (s + 1) * 256, x.sums + (s + 1) * 16, pick, a1, b1);
-    std::int32_t t[4];
-    HSum4x8(a0, b0, a1, b1, t);
-    add(w, s, t[0], t[1]);
-    add(w + q4_K_bytes, s + 1, t[2], t[3]);
-  }
-  if (s < blocks) {
-    __m256i a0, b0;
-    Q4KPartials(w, x.q + s * 256, x.sums + s * 16, pick, a0, b0);
-    std::int32_t t[4];
-    HSum4x8(a0, b0, _mm256_setzero_si256(), _mm256_setzero_si256(), t);
-    add(w, s, t[0], t[1]);
-  }
-  return acc;
+  if (pending > 0) steps();
 }
 
-// kPrefetch as in QDotQ4K.
+template <bool kFused>
+CT_AVX512_VNNI void Q4KRows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
+                            float* y, index_t y_stride) {
+  if (row_runs(rows).two())
+    Q4KRowsIn<kFused, true>(w, row_bytes, rows, x, blocks, y, y_stride);
+  else
+    Q4KRowsIn<kFused, false>(w, row_bytes, rows, x, blocks, y, y_stride);
+}
+
+template <bool kFused>
+CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
+  float y = 0.0f;
+  Q4KRowsIn<kFused, false>(w, 0, 1, x, blocks, &y, 1);
+  return y;
+}
+
+// kPrefetch as in Q4KBatch.
 template <bool kFused, bool kPrefetch = false>
 CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index_t blocks) {
   const Q6KConsts consts;
@@ -558,8 +602,7 @@ qdot_rows_fn avx512_qdot_rows(qformat f, bool fused) {
   switch (f) {
     case qformat::q8_0: return fused ? &QDot32Rows<false, true> : &QDot32Rows<false, false>;
     case qformat::q4_0: return fused ? &QDot32Rows<true, true> : &QDot32Rows<true, false>;
-    case qformat::q4_K:
-      return fused ? &RowsInRuns<&QDotQ4K<true>, &QDotQ4K<true, true>> : &RowsInRuns<&QDotQ4K<false>, &QDotQ4K<false, true>>;
+    case qformat::q4_K: return fused ? &Q4KRows<true> : &Q4KRows<false>;
     case qformat::q6_K:
       return fused ? &RowsInRuns<&QDotQ6K<true>, &QDotQ6K<true, true>> : &RowsInRuns<&QDotQ6K<false>, &QDotQ6K<false, true>>;
     default: return nullptr;

@@ -1,7 +1,8 @@
 // src/encoded/qdot_k_avx512.hpp — the q4_K / q6_K building blocks of the AVX-512 VNNI kernels
 // that qdot_avx512.cpp (one activation vector) and qdot_multi_avx512.cpp (several) share: a
 // super-block unpacked into registers once (Q4KUnpack, Q6KUnpack), its integer dot with one
-// activation super-block (Q4KDot, Q6KDot), and the horizontal sums. Every integer is exact in
+// activation super-block (Q4KDot, Q6KDot), and the horizontal sums; and q4_K's pieces taken four
+// super-blocks at a time by the one-vector kernel (Q4KHeads4 to Q4KSums8). Every integer is exact in
 // int32 (the bounds are in the comments), so only the float steps' order matters, and the
 // kernels keep the portable one. Internal; include only from those files, after
 // src/kernels/fp_contract_off.hpp and qdot_avx512.hpp.
@@ -93,26 +94,92 @@ CT_AVX512_VNNI inline void Q4KDot(const Q4KBlock& u, const std::int8_t* xq, cons
   b_out = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums)), u.mins);
 }
 
-CT_AVX512_VNNI inline void Q4KPartials(const unsigned char* w, const std::int8_t* xq, const std::int16_t* sums, const Q4KPicks& p,
-                                      __m256i& a_out, __m256i& b_out) {
-  Q4KDot(Q4KUnpack(w, p), xq, sums, a_out, b_out);
+// q4_K, four super-blocks at a time (the one-vector kernel's batches of eight, Q4KBatch): each
+// super-block's first 16 bytes (d, dmin and the 12 bytes of scales and mins) in one 128-bit
+// lane, super-block i in lane i, by one load and three inserts.
+CT_AVX512_VNNI inline __m512i Q4KHeads4(const unsigned char* w) {
+  __m512i h = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+  h = _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 144)), 1);
+  h = _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 288)), 2);
+  return _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 432)), 3);
 }
 
-// The lane sums of four vectors of eight int32 (exact in any order): out = {sum p0, sum q0,
-// sum p1, sum q1}. One tree for all four: the two horizontal sums per super-block each took as
-// many shuffles and adds as the whole tree.
-CT_AVX512_VNNI inline void HSum4x8(__m256i p0, __m256i q0, __m256i p1, __m256i q1, std::int32_t (&out)[4]) {
-  const __m512i p = _mm512_inserti64x4(_mm512_castsi256_si512(p0), p1, 1);
-  const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
-  // per 128-bit lane: [p0 + p2, q0 + q2, p1 + p3, q1 + q3], then [P, Q, P, Q] for the lane
-  __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi32(p, q), _mm512_unpackhi_epi32(p, q));
-  t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_BADC));
-  t = _mm512_add_epi32(t, _mm512_shuffle_i32x4(t, t, _MM_SHUFFLE(2, 3, 0, 1)));  // lanes 0 + 1, 2 + 3
-  const __m128i lo = _mm512_castsi512_si128(t), hi = _mm512_extracti32x4_epi32(t, 2);
-  out[0] = _mm_cvtsi128_si32(lo);
-  out[1] = _mm_extract_epi32(lo, 1);
-  out[2] = _mm_cvtsi128_si32(hi);
-  out[3] = _mm_extract_epi32(hi, 1);
+// The same, for the first n (0..4) of the four; lanes past them 0 (nothing read there).
+CT_AVX512_VNNI inline __m512i Q4KHeads4(const unsigned char* w, index_t n) {
+  __m512i h = _mm512_setzero_si512();
+  if (n > 0) h = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+  if (n > 1) h = _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 144)), 1);
+  if (n > 2) h = _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 288)), 2);
+  if (n > 3) h = _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 432)), 3);
+  return h;
+}
+
+// 128-bit lane i (0..3) of v in all four lanes.
+CT_AVX512_VNNI inline __m512i Lane128(__m512i v, int i) {
+  switch (i) {
+    case 0: return _mm512_shuffle_i32x4(v, v, 0x00);
+    case 1: return _mm512_shuffle_i32x4(v, v, 0x55);
+    case 2: return _mm512_shuffle_i32x4(v, v, 0xaa);
+    default: return _mm512_shuffle_i32x4(v, v, 0xff);
+  }
+}
+
+// Q4KScalesMins for Q4KHeads4's four super-blocks at once: lane i bytes 0..7 the scales of
+// super-block i's sub-blocks, bytes 8..15 their mins. The same bit operations, once per four
+// super-blocks instead of once per one, except that the top two bits come by one shift of 2
+// and a mask (bits 6-7 of each byte to bits 4-5 of the same byte) rather than two shifts.
+CT_AVX512_VNNI inline __m512i Q4KScalesMins4(__m512i heads) {
+  const __m512i v = _mm512_bsrli_epi128(heads, 4);  // per lane [w0, w1, w2, 0]
+  const __m512i low6 = _mm512_and_si512(v, _mm512_set1_epi8(0x3f));
+  const __m512i w2 = _mm512_srlv_epi32(_mm512_shuffle_epi32(v, _MM_PERM_CCCC), _mm512_setr4_epi32(0, 4, 0, 0));
+  const __m512i top = _mm512_and_si512(_mm512_srli_epi32(v, 2), _mm512_set1_epi8(0x30));
+  const __m512i high = _mm512_ternarylogic_epi32(w2, _mm512_set1_epi8(0x0f), top, 0xEA);  // (w2 & 0x0f) | top
+  return _mm512_unpacklo_epi32(low6, high);
+}
+
+// q4_K: one super-block's A_s as sixteen int32 partials (Q4KDot's integer work, with the
+// super-block's unpacked scales and mins broadcast to every lane in scb: Q4KScalesMins' layout).
+CT_AVX512_VNNI inline __m512i Q4KSubDots(const unsigned char* w, __m512i scb, const std::int8_t* xq, const Q4KPicks& p) {
+  const __m512i shifts = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4), low = _mm512_set1_epi8(0x0f);
+  __m512i acc2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // two chains, as Q4KDot
+  for (int c = 0; c < 4; ++c) {
+    const __m512i bytes = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c)));
+    const __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(bytes, shifts), low);
+    acc2[c % 2] = _mm512_dpwssd_epi32(acc2[c % 2], _mm512_maddubs_epi16(nib, _mm512_loadu_si512(xq + 64 * c)),
+                                      _mm512_shuffle_epi8(scb, p.pick[c]));
+  }
+  return _mm512_add_epi32(acc2[0], acc2[1]);
+}
+
+// q4_K: B_s of Q4KScalesMins4's four super-blocks (sm) against their activation sums of 32
+// (pair_sums, eight per super-block): lane i holds four int32 partials of super-block i's. Each
+// product at most 63 * 32 * 127.
+CT_AVX512_VNNI inline __m512i Q4KMinDots4(__m512i sm, const std::int16_t* pair_sums) {
+  return _mm512_madd_epi16(_mm512_unpackhi_epi8(sm, _mm512_setzero_si512()), _mm512_loadu_si512(pair_sums));
+}
+
+// The lane sums of eight vectors of sixteen int32 a[0..7] and of two of four-per-lane partials
+// b[0..1] (Q4KMinDots4's), exact in any order: int32 lane i < 8 of the result is the sum of
+// a[i]'s lanes, lane 8 + i the sum of super-block i's B partials (b[i / 4], lane i % 4). Two
+// levels of in-lane unpack-and-add (the cheap operations), then the 128-bit lanes; 30
+// operations for the sixteen sums, where Halve and Sums8x8 took 37 for the eight a's alone.
+CT_AVX512_VNNI inline __m512i Q4KSums8(const __m512i (&a)[8], const __m512i (&b)[2]) {
+  __m512i t[4];
+  for (int k = 0; k < 4; ++k)  // per lane [a2k 0+2, a2k+1 0+2, a2k 1+3, a2k+1 1+3]
+    t[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2 * k], a[2 * k + 1]), _mm512_unpackhi_epi32(a[2 * k], a[2 * k + 1]));
+  // per lane [a0, a1, a2, a3] (u0) and [a4, a5, a6, a7] (u1), that lane's sums
+  const __m512i u0 = _mm512_add_epi32(_mm512_unpacklo_epi64(t[0], t[1]), _mm512_unpackhi_epi64(t[0], t[1]));
+  const __m512i u1 = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2], t[3]), _mm512_unpackhi_epi64(t[2], t[3]));
+  // lanes [u0 0+1, u0 2+3, u1 0+1, u1 2+3], then [u0, u1] in the low 256 bits
+  const __m512i p = _mm512_add_epi32(_mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                     _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i q = _mm512_shuffle_i32x4(p, p, _MM_SHUFFLE(3, 1, 2, 0));
+  const __m256i sa = _mm256_add_epi32(_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64(q, 1));
+  // per lane l: [B_l, B_4+l, B_l, B_4+l]
+  __m512i tb = _mm512_add_epi32(_mm512_unpacklo_epi32(b[0], b[1]), _mm512_unpackhi_epi32(b[0], b[1]));
+  tb = _mm512_add_epi32(tb, _mm512_shuffle_epi32(tb, _MM_PERM_BADC));
+  const __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 20, 24, 28, 17, 21, 25, 29);
+  return _mm512_permutex2var_epi32(_mm512_castsi256_si512(sa), idx, tb);
 }
 
 // The lane sums of eight vectors of eight int32 (exact in any order): lane i of the result is
