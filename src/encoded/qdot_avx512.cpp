@@ -428,7 +428,8 @@ CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, in
 // q4_K: super-blocks s .. s + n of a row (n <= 8; sb at super-block s) against x, as the
 // float steps want them: f = [A_0 .. A_7, B_0 .. B_7] and m = [dx d, -(dx dmin)] per
 // super-block, in the order of the portable kernel's steps (acc += (dx d) A_s, then
-// acc -= (dx dmin) B_s); lanes of super-blocks past n are 0. Per four super-blocks, their heads (d, dmin, scales and mins) in
+// acc -= (dx dmin) B_s); the lanes of super-blocks past n are not to be read (BatchRowsIn
+// steps through the first n only). Per four super-blocks, their heads (d, dmin, scales and mins) in
 // one register, unpacked once (Q4KScalesMins4); the sixteen horizontal sums in one tree
 // (Q4KSums8). kPrefetch: each super-block prefetches its own bytes x.prefetch_bytes ahead
 // (into L1), for the two runs of rows only (RowsInRuns says why). One prefetch per super-block
@@ -466,33 +467,79 @@ CT_AVX512_VNNI inline void Q4KBatch(const unsigned char* sb, const qactivation& 
                                           0x00390031, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512 d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(heads[0], words, heads[1])));
   // [dx, -dx] ((-dx) dmin is -(dx dmin) exactly); x.d's buffer has whole cache lines, so the
-  // eight floats at s are there even past the last super-block (their lanes are masked off)
+  // eight floats at s are there even past the last super-block
   const __m512 dx = _mm512_xor_ps(_mm512_broadcast_f32x8(_mm256_loadu_ps(x.d + s)),
                                   _mm512_castsi512_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, INT32_MIN, INT32_MIN, INT32_MIN,
                                                                         INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN)));
-  if constexpr (kWhole) {
-    m = _mm512_mul_ps(dx, d);
-  } else {
-    const auto present = static_cast<__mmask16>((1u << n) - 1);
-    m = _mm512_maskz_mul_ps(static_cast<__mmask16>(present | (present << 8)), dx, d);
-  }
+  m = _mm512_mul_ps(dx, d);
 }
 
-// q4_K rows (RowsInRuns' order and bursts; kPrefetch with its two runs): each row in batches
-// of eight super-blocks (Q4KBatch; the last batch as many as remain), each batch's float steps
-// (a chain of sixteen dependent multiply-adds) run after the next batch's integer work is
-// issued, so that the chain overlaps it — across rows too: a row's last steps wait for the next
-// row's first batch. (Run at a row's end, a 4096-wide row's last chain was exposed: on the Zen 5
-// guest, from L2, 14.2 cycles per super-block with it and 10.6 without any float steps.)
-template <bool kFused, bool kPrefetch>
-CT_AVX512_VNNI void Q4KRowsIn(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
-                              float* y, index_t y_stride) {
-  const Q4KPicks pick;
+// q6_K: super-blocks s .. s + n of a row (n <= 8; sb at super-block s) against x, as the float
+// steps want them (acc += (dx d) A_s): f = [A_0 .. A_7], m = [dx d] per super-block (lanes 8..15
+// undefined). The eight horizontal sums in one Sums8x8 tree. kPrefetch as in Q4KBatch.
+template <bool kPrefetch, bool kWhole>
+CT_AVX512_VNNI inline void Q6KBatch(const unsigned char* sb, const qactivation& x, index_t s, index_t n, const Q6KConsts& k,
+                                   __m512& m, __m512& f) {
+  __m256i t[8];
+  std::uint16_t d16[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    if (!kWhole && n <= i) {
+      t[i] = _mm256_setzero_si256();
+      d16[i] = 0;
+      continue;
+    }
+    const unsigned char* const w = sb + i * q6_K_bytes;
+    if constexpr (kPrefetch) ahead_prefetch(w, q6_K_bytes, x.prefetch_bytes);
+    t[i] = Q6KDot(Q6KUnpack(w, k), x.q + (s + i) * 256, x.sums + (s + i) * 16);
+    std::memcpy(&d16[i], w + 208, 2);
+  }
+  f = _mm512_castps256_ps512(_mm256_cvtepi32_ps(Sums8x8(t)));
+  // x.d's buffer has whole cache lines: the eight floats at s are there
+  const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d16)));
+  const __m256 dx = _mm256_loadu_ps(x.d + s);
+  m = _mm512_castps256_ps512(_mm256_mul_ps(dx, d));
+}
+
+// The K formats' batches for BatchRows: bytes per super-block, float steps per super-block
+// (the lanes i and, for two, 8 + i of a batch's m and f), the constants and the batch.
+struct Q4KBatches {
+  static constexpr index_t bytes = q4_K_bytes;
+  static constexpr int steps = 2;
+  using consts = Q4KPicks;
+  template <bool kPrefetch, bool kWhole>
+  CT_AVX512_VNNI static void batch(const unsigned char* sb, const qactivation& x, index_t s, index_t n, const consts& k, __m512& m,
+                                   __m512& f) {
+    Q4KBatch<kPrefetch, kWhole>(sb, x, s, n, k, m, f);
+  }
+};
+struct Q6KBatches {
+  static constexpr index_t bytes = q6_K_bytes;
+  static constexpr int steps = 1;
+  using consts = Q6KConsts;
+  template <bool kPrefetch, bool kWhole>
+  CT_AVX512_VNNI static void batch(const unsigned char* sb, const qactivation& x, index_t s, index_t n, const consts& k, __m512& m,
+                                   __m512& f) {
+    Q6KBatch<kPrefetch, kWhole>(sb, x, s, n, k, m, f);
+  }
+};
+
+// K-format rows (RowsInRuns' order and bursts; kPrefetch with its two runs): each row in
+// batches of eight super-blocks (the last batch as many as remain), each batch's float steps
+// (a chain of eight or sixteen dependent multiply-adds) run after the next batch's integer work
+// is issued, so that the chain overlaps it — across rows too: a row's last steps wait for the
+// next row's first batch. (Run at a row's end, a 4096-wide q4_K row's last chain was exposed:
+// on the Zen 5 guest, from L2, 14.2 cycles per super-block with it and 10.6 without any float
+// steps.)
+template <class F, bool kFused, bool kPrefetch>
+CT_AVX512_VNNI void BatchRowsIn(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
+                                float* y, index_t y_stride) {
+  const typename F::consts consts;
   const row_runs runs(rows);
   alignas(64) float m[16], f[16];
   float acc = 0.0f;
   float* out = nullptr;  // where the pending batch's row sum goes after its steps, when it ends its row
-  index_t pending = 0;  // super-blocks in the pending batch
+  index_t pending = 0;   // super-blocks in the pending batch
   const auto steps = [&] {
     // Read back from memory (the load ports are idle here); left to itself the compiler moves
     // each lane out with a shuffle, 32 more operations on the vector ports.
@@ -502,7 +549,7 @@ CT_AVX512_VNNI void Q4KRowsIn(const unsigned char* w, std::size_t row_bytes, ind
     for (int i = 0; i < 8; ++i) {
       if (i == pending) break;
       acc = mm::muladd<kFused>(m[i], f[i], acc);
-      acc = mm::muladd<kFused>(m[8 + i], f[8 + i], acc);
+      if constexpr (F::steps == 2) acc = mm::muladd<kFused>(m[8 + i], f[8 + i], acc);
     }
     if (out != nullptr) {
       *out = acc;
@@ -516,9 +563,9 @@ CT_AVX512_VNNI void Q4KRowsIn(const unsigned char* w, std::size_t row_bytes, ind
     for (index_t s = 0; s < blocks; s += 8) {
       __m512 mv, fv;
       if (s + 8 <= blocks)
-        Q4KBatch<kPrefetch, true>(row + s * q4_K_bytes, x, s, 8, pick, mv, fv);
+        F::template batch<kPrefetch, true>(row + s * F::bytes, x, s, 8, consts, mv, fv);
       else
-        Q4KBatch<kPrefetch, false>(row + s * q4_K_bytes, x, s, blocks - s, pick, mv, fv);
+        F::template batch<kPrefetch, false>(row + s * F::bytes, x, s, blocks - s, consts, mv, fv);
       if (pending > 0) steps();
       _mm512_store_ps(m, mv);
       _mm512_store_ps(f, fv);
@@ -529,65 +576,25 @@ CT_AVX512_VNNI void Q4KRowsIn(const unsigned char* w, std::size_t row_bytes, ind
   if (pending > 0) steps();
 }
 
-template <bool kFused>
-CT_AVX512_VNNI void Q4KRows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
-                            float* y, index_t y_stride) {
+template <class F, bool kFused>
+CT_AVX512_VNNI void BatchRows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x, index_t blocks,
+                              float* y, index_t y_stride) {
   if (row_runs(rows).two())
-    Q4KRowsIn<kFused, true>(w, row_bytes, rows, x, blocks, y, y_stride);
+    BatchRowsIn<F, kFused, true>(w, row_bytes, rows, x, blocks, y, y_stride);
   else
-    Q4KRowsIn<kFused, false>(w, row_bytes, rows, x, blocks, y, y_stride);
+    BatchRowsIn<F, kFused, false>(w, row_bytes, rows, x, blocks, y, y_stride);
 }
 
-template <bool kFused>
-CT_AVX512_VNNI float QDotQ4K(const unsigned char* w, const qactivation& x, index_t blocks) {
+template <class F, bool kFused>
+CT_AVX512_VNNI float BatchDot(const unsigned char* w, const qactivation& x, index_t blocks) {
   float y = 0.0f;
-  Q4KRowsIn<kFused, false>(w, 0, 1, x, blocks, &y, 1);
+  BatchRowsIn<F, kFused, false>(w, 0, 1, x, blocks, &y, 1);
   return y;
-}
-
-// kPrefetch as in Q4KBatch.
-template <bool kFused, bool kPrefetch = false>
-CT_AVX512_VNNI float QDotQ6K(const unsigned char* w, const qactivation& x, index_t blocks) {
-  const Q6KConsts consts;
-  float acc = 0.0f;
-  index_t s = 0;
-  // Eight super-blocks at a time: their horizontal sums in one Sums8x8 tree and their scale
-  // products in a vector; each batch's float steps (in order) run after the next batch's
-  // integer work is issued, as in QDotQ4K.
-  alignas(32) float m[8], f[8];
-  bool pending = false;
-  const auto steps = [&] {
-    asm volatile("" ::: "memory");  // read m, f back from memory (QDotQ4K says why)
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) acc = mm::muladd<kFused>(m[i], f[i], acc);
-  };
-  for (; s + 8 <= blocks; s += 8, w += 8 * q6_K_bytes) {
-    __m256i t[8];
-    std::uint16_t d16[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) {
-      if constexpr (kPrefetch) ahead_prefetch(w + i * q6_K_bytes, q6_K_bytes, x.prefetch_bytes);
-      t[i] = Q6KDot(Q6KUnpack(w + i * q6_K_bytes, consts), x.q + (s + i) * 256, x.sums + (s + i) * 16);
-      std::memcpy(&d16[i], w + i * q6_K_bytes + 208, 2);
-    }
-    const __m256 sums = _mm256_cvtepi32_ps(Sums8x8(t));
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d16)));
-    const __m256 dx = _mm256_loadu_ps(x.d + s);
-    if (pending) steps();
-    _mm256_store_ps(m, _mm256_mul_ps(dx, d));
-    _mm256_store_ps(f, sums);
-    pending = true;
-  }
-  if (pending) steps();
-  for (; s < blocks; ++s, w += q6_K_bytes)
-    acc = mm::muladd<kFused>(x.d[s] * ScaleAt(w + 208),
-                             static_cast<float>(HSum8(Q6KDot(Q6KUnpack(w, consts), x.q + s * 256, x.sums + s * 16))), acc);
-  return acc;
 }
 
 template <bool kFused>
 qdot_fn kernel_for(qformat f) {
-  return by_format(f, &QDot32<false, kFused>, &QDot32<true, kFused>, &QDotQ4K<kFused>, &QDotQ6K<kFused>);
+  return by_format(f, &QDot32<false, kFused>, &QDot32<true, kFused>, &BatchDot<Q4KBatches, kFused>, &BatchDot<Q6KBatches, kFused>);
 }
 
 }  // namespace
@@ -602,9 +609,8 @@ qdot_rows_fn avx512_qdot_rows(qformat f, bool fused) {
   switch (f) {
     case qformat::q8_0: return fused ? &QDot32Rows<false, true> : &QDot32Rows<false, false>;
     case qformat::q4_0: return fused ? &QDot32Rows<true, true> : &QDot32Rows<true, false>;
-    case qformat::q4_K: return fused ? &Q4KRows<true> : &Q4KRows<false>;
-    case qformat::q6_K:
-      return fused ? &RowsInRuns<&QDotQ6K<true>, &QDotQ6K<true, true>> : &RowsInRuns<&QDotQ6K<false>, &QDotQ6K<false, true>>;
+    case qformat::q4_K: return fused ? &BatchRows<Q4KBatches, true> : &BatchRows<Q4KBatches, false>;
+    case qformat::q6_K: return fused ? &BatchRows<Q6KBatches, true> : &BatchRows<Q6KBatches, false>;
     default: return nullptr;
   }
 }

@@ -184,10 +184,10 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
   // Foreign blocks: every int8 quant (-128 included), every nibble, random float16 scales
   // (subnormal ones too); 21 and 29 blocks per row (a group of 16 and a tail of 5; groups of 16
   // and 8 and a tail of 5: the AVX2 kernel's every path); the K formats' every 6-bit scale and
-  // min, every int8 scale, 3, 4, 5, 11 and 16 super-blocks per row (the AVX-512 q4_K kernel
-  // takes eight super-blocks at a time, in halves of four, and runs a row's last float steps
-  // after the next row's first batch: a part of a half, one half, a half and a part, a batch and
-  // a part, and whole batches only).
+  // min, every int8 scale, 3, 4, 5, 11 and 16 super-blocks per row (the AVX-512 K kernels take
+  // eight super-blocks at a time, q4_K in halves of four, and run a row's last float steps after
+  // the next row's first batch: a part of a half, one half, a half and a part, a batch and a
+  // part, and whole batches only).
   std::uint64_t state = 12345;
   const auto next = [&] {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
@@ -200,7 +200,7 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
   // alone).
   for (const auto& [name, row_blocks] : {std::pair<const char*, index_t>{"q8_0", 21}, {"q8_0", 29}, {"q8_0", 69}, {"q8_0", 17},
                                          {"q8_0", 24}, {"q4_0", 21}, {"q4_0", 29}, {"q4_0", 69}, {"q4_0", 17},
-                                         {"q4_0", 24}, {"q4_K", 3}, {"q4_K", 4}, {"q4_K", 5}, {"q4_K", 11}, {"q4_K", 16}, {"q6_K", 3}, {"q6_K", 11}}) {
+                                         {"q4_0", 24}, {"q4_K", 3}, {"q4_K", 4}, {"q4_K", 5}, {"q4_K", 11}, {"q4_K", 16}, {"q6_K", 3}, {"q6_K", 11}, {"q6_K", 16}}) {
     INFO(name << ", " << row_blocks << " blocks per row");
     const ct::format f = ct::find_format(name);
     const index_t k = row_blocks * f.block_elements();
