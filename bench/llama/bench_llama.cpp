@@ -180,7 +180,7 @@ void bound(benchmark::State& state, std::string format, int threads) {
 }
 
 const bool registered = [] {
-  for (const char* f : {"q8_0", "q4_0"})
+  for (const char* f : {"q8_0", "q4_0", "q4_K"})
     for (int t : {1, 2}) {
       const std::string suffix = std::string(f) + "/" + std::to_string(t) + "t";
       benchmark::RegisterBenchmark(("llama/prompt/" + std::string(f) + "/128/" + std::to_string(t) + "t").c_str(), prompt,

@@ -29,7 +29,7 @@ def main():
           f"load {context.get('load_avg', '?')}")
     print(f"{'format':6} {'threads':7} {'prompt tok/s':>12} {'gen tok/s':>10} {'weight MB':>10} "
           f"{'gen GB/s':>9} {'bound GB/s':>10} {'of bound':>8}")
-    for fmt in ("q8_0", "q4_0"):
+    for fmt in ("q8_0", "q4_0", "q4_K"):
         for t in ("1t", "2t"):
             p = rows.get(f"llama/prompt/{fmt}/128/{t}")
             g = rows.get(f"llama/generate/{fmt}/{t}")

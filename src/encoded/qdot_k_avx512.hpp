@@ -97,11 +97,12 @@ CT_AVX512_VNNI inline void Q4KDot(const Q4KBlock& u, const std::int8_t* xq, cons
 // q4_K, four super-blocks at a time (the one-vector kernel's batches of eight, Q4KBatch): each
 // super-block's first 16 bytes (d, dmin and the 12 bytes of scales and mins) in one 128-bit
 // lane, super-block i in lane i, by one load and three inserts.
-CT_AVX512_VNNI inline __m512i Q4KHeads4(const unsigned char* w) {
+// The super-blocks are `stride` bytes apart: 144 along a row, a row's bytes across rows.
+CT_AVX512_VNNI inline __m512i Q4KHeads4(const unsigned char* w, std::size_t stride = 144) {
   __m512i h = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
-  h = _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 144)), 1);
-  h = _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 288)), 2);
-  return _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 432)), 3);
+  h = _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + stride)), 1);
+  h = _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2 * stride)), 2);
+  return _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 3 * stride)), 3);
 }
 
 // The same, for the first n (0..4) of the four; lanes past them 0 (nothing read there).
