@@ -197,13 +197,17 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
         }
       }
   }
-  // The sums of 32 for activation blocks of 256 (q4_K's mins; qactivation::pair_sums).
+  // For activation blocks of 256: the sums of 32 (q4_K's mins; qactivation::pair_sums) and -16
+  // times the sums of 16 (q6_K's offsets; qactivation::minus16_sums).
   const index_t pair_sums_per_vector = detail::whole_lines<std::int16_t>(k / 32);
-  detail::aligned_vector<std::int16_t> aps;
+  detail::aligned_vector<std::int16_t> aps, ams;
   if (quantized && ablock == 256) {
     aps.resize(static_cast<std::size_t>(x_batches * q.m * pair_sums_per_vector));
-    for (index_t at = 0; at < x_batches * q.m; ++at)
+    ams.resize(as.size());
+    for (index_t at = 0; at < x_batches * q.m; ++at) {
       detail::encoded::pair_sums(as.data() + at * sums_per_vector, k, aps.data() + at * pair_sums_per_vector);
+      detail::encoded::minus16_sums(as.data() + at * sums_per_vector, k, ams.data() + at * sums_per_vector);
+    }
   }
   // The split layout of the quants, for the kernel that reads it (qdot.hpp).
   detail::aligned_vector<std::int8_t> aqs;
@@ -254,6 +258,7 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
                                         ad.data() + at * scales_per_vector,
                                         as.data() + at * sums_per_vector,
                                         aps.empty() ? nullptr : aps.data() + at * pair_sums_per_vector,
+                                        ams.empty() ? nullptr : ams.data() + at * sums_per_vector,
                                         weight_prefetch,
                                         split_at(at),
                                         burst};

@@ -171,6 +171,10 @@ void pair_sums(const std::int16_t* sums, index_t k, std::int16_t* out) {
   for (index_t j = 0; j < k / 32; ++j) out[j] = static_cast<std::int16_t>(sums[2 * j] + sums[2 * j + 1]);
 }
 
+void minus16_sums(const std::int16_t* sums, index_t k, std::int16_t* out) {
+  for (index_t g = 0; g < k / 16; ++g) out[g] = static_cast<std::int16_t>(-16 * sums[g]);
+}
+
 void reserve_tile_activations(index_t vectors, index_t blocks, qtile_activations& out) {
   out.blocks = blocks;
   out.groups = (blocks + 15) / 16;

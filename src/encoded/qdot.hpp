@@ -47,6 +47,9 @@ struct qactivation {
   /// For activation blocks of 256: the sums of every 32 consecutive quants (pair_sums), which
   /// q4_K's mins multiply; else nullptr.
   const std::int16_t* pair_sums = nullptr;
+  /// For activation blocks of 256: -16 times each of `sums` (minus16_sums), which q6_K's
+  /// "- 32" multiplies by its doubled scales; else nullptr.
+  const std::int16_t* minus16_sums = nullptr;
   /// How far ahead in the weight stream the simd kernels prefetch (the caller's tuning,
   /// weight_prefetch_bytes); 0: no prefetch. Speed only.
   index_t prefetch_bytes = 0;
@@ -246,5 +249,7 @@ bool simd_quantize(const float* v, index_t k, index_t block, std::int8_t* q, flo
 void quant_sums(const std::int8_t* q, index_t k, std::int16_t* sums);
 // out[j] = sums[2j] + sums[2j + 1] for j < k / 32 (the sums of 32 from quant_sums' sums of 16).
 void pair_sums(const std::int16_t* sums, index_t k, std::int16_t* out);
+// out[g] = -16 * sums[g] for g < k / 16 (in int16: a sum of 16 quants is at most 2032 in size).
+void minus16_sums(const std::int16_t* sums, index_t k, std::int16_t* out);
 
 }  // namespace ct::detail::encoded

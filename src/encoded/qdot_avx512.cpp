@@ -21,9 +21,9 @@
 // q4_K / q6_K: per super-block, the quants against their activation quants by vpmaddubsw (pairs
 // to int16: at most 2 * 63 * 127 < 2^15), then vpdpwssd with the 16- or 32-value group's scale
 // accumulates into int32; then the horizontal sums of eight super-blocks in one transpose tree
-// (q4_K: Q4KSums8, the last batch of a row padded; q6_K: Sums8x8, the rows' last super-blocks
-// alone), each exact, so the order only fixes the float steps, which follow the portable
-// kernel's order one super-block at a time.
+// (Q4KSums8, Sums8x16; a row's last batch padded), each exact, so the order only fixes the
+// float steps, which follow the portable kernel's order one super-block at a time (rows shorter
+// than a batch: q4_K's eight rows at once, each row's steps in one lane).
 //
 // The tile kernels (prompt-sized x·wᵀ, q8_0 / q4_0) are in qdot_tile_avx512.cpp, the K formats'
 // multi-vector kernels in qdot_multi_avx512.cpp, the K formats' building blocks both use in
@@ -477,25 +477,25 @@ CT_AVX512_VNNI inline void Q4KBatch(const unsigned char* sb, const qactivation& 
 
 // q6_K: super-blocks s .. s + n of a row (n <= 8; sb at super-block s) against x, as the float
 // steps want them (acc += (dx d) A_s): f = [A_0 .. A_7], m = [dx d] per super-block (lanes 8..15
-// undefined). The eight horizontal sums in one Sums8x8 tree. kPrefetch as in Q4KBatch.
+// undefined). The eight horizontal sums in one Sums8x16 tree. kPrefetch as in Q4KBatch.
 template <bool kPrefetch, bool kWhole>
 CT_AVX512_VNNI inline void Q6KBatch(const unsigned char* sb, const qactivation& x, index_t s, index_t n, const Q6KConsts& k,
                                    __m512& m, __m512& f) {
-  __m256i t[8];
+  __m512i t[8];
   std::uint16_t d16[8];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) {
     if (!kWhole && n <= i) {
-      t[i] = _mm256_setzero_si256();
+      t[i] = _mm512_setzero_si512();
       d16[i] = 0;
       continue;
     }
     const unsigned char* const w = sb + i * q6_K_bytes;
     if constexpr (kPrefetch) ahead_prefetch(w, q6_K_bytes, x.prefetch_bytes);
-    t[i] = Q6KDot(Q6KUnpack(w, k), x.q + (s + i) * 256, x.sums + (s + i) * 16);
+    t[i] = Q6KDot16(Q6KUnpack(w, k), x.q + (s + i) * 256, x.minus16_sums + (s + i) * 16);
     std::memcpy(&d16[i], w + 208, 2);
   }
-  f = _mm512_castps256_ps512(_mm256_cvtepi32_ps(Sums8x8(t)));
+  f = _mm512_castps256_ps512(_mm256_cvtepi32_ps(Sums8x16(t)));
   // x.d's buffer has whole cache lines: the eight floats at s are there
   const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d16)));
   const __m256 dx = _mm256_loadu_ps(x.d + s);

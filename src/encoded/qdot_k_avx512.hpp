@@ -159,12 +159,10 @@ CT_AVX512_VNNI inline __m512i Q4KMinDots4(__m512i sm, const std::int16_t* pair_s
   return _mm512_madd_epi16(_mm512_unpackhi_epi8(sm, _mm512_setzero_si512()), _mm512_loadu_si512(pair_sums));
 }
 
-// The lane sums of eight vectors of sixteen int32 a[0..7] and of two of four-per-lane partials
-// b[0..1] (Q4KMinDots4's), exact in any order: int32 lane i < 8 of the result is the sum of
-// a[i]'s lanes, lane 8 + i the sum of super-block i's B partials (b[i / 4], lane i % 4). Two
-// levels of in-lane unpack-and-add (the cheap operations), then the 128-bit lanes; 30
-// operations for the sixteen sums, where Halve and Sums8x8 took 37 for the eight a's alone.
-CT_AVX512_VNNI inline __m512i Q4KSums8(const __m512i (&a)[8], const __m512i (&b)[2]) {
+// The lane sums of eight vectors of sixteen int32 (exact in any order): lane i of the result is
+// the sum of a[i]'s lanes. Two levels of in-lane unpack-and-add (the cheap operations), then
+// the 128-bit lanes: 24 operations, where Halve and Sums8x8 take 37.
+CT_AVX512_VNNI inline __m256i Sums8x16(const __m512i (&a)[8]) {
   __m512i t[4];
   for (int k = 0; k < 4; ++k)  // per lane [a2k 0+2, a2k+1 0+2, a2k 1+3, a2k+1 1+3]
     t[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2 * k], a[2 * k + 1]), _mm512_unpackhi_epi32(a[2 * k], a[2 * k + 1]));
@@ -175,7 +173,14 @@ CT_AVX512_VNNI inline __m512i Q4KSums8(const __m512i (&a)[8], const __m512i (&b)
   const __m512i p = _mm512_add_epi32(_mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
                                      _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
   const __m512i q = _mm512_shuffle_i32x4(p, p, _MM_SHUFFLE(3, 1, 2, 0));
-  const __m256i sa = _mm256_add_epi32(_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64(q, 1));
+  return _mm256_add_epi32(_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64(q, 1));
+}
+
+// Sums8x16 of a[0..7], and the sums of two vectors of four-per-lane partials b[0..1]
+// (Q4KMinDots4's): int32 lane i < 8 of the result is the sum of a[i]'s lanes, lane 8 + i the sum
+// of super-block i's B partials (b[i / 4], lane i % 4). 30 operations for the sixteen sums.
+CT_AVX512_VNNI inline __m512i Q4KSums8(const __m512i (&a)[8], const __m512i (&b)[2]) {
+  const __m256i sa = Sums8x16(a);
   // per lane l: [B_l, B_4+l, B_l, B_4+l]
   __m512i tb = _mm512_add_epi32(_mm512_unpacklo_epi32(b[0], b[1]), _mm512_unpackhi_epi32(b[0], b[1]));
   tb = _mm512_add_epi32(tb, _mm512_shuffle_epi32(tb, _MM_PERM_BADC));
@@ -245,6 +250,20 @@ CT_AVX512_VNNI inline Q6KBlock Q6KUnpack(const unsigned char* sb, const Q6KConst
     u.scale[2 * h + 1] = _mm512_permutexvar_epi16(k.group[2 * h + 1], scz);
   }
   return u;
+}
+
+// q6_K: an unpacked super-block against one activation super-block as sixteen int32 partials,
+// the "- 32" in them: the first accumulator starts from -32 * sum_g sc_g * sums_g, one
+// vpmaddwd of the doubled scales against -16 * the sums of 16 (qactivation::minus16_sums: -32
+// would not fit int16), which Q6KDot's shift and subtract and its halving then need not do.
+CT_AVX512_VNNI inline __m512i Q6KDot16(const Q6KBlock& u, const std::int8_t* xq, const std::int16_t* minus16_sums) {
+  const __m256i off = _mm256_madd_epi16(_mm256_add_epi16(u.sc16, u.sc16),
+                                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(minus16_sums)));
+  __m512i a[2] = {_mm512_zextsi256_si512(off), _mm512_setzero_si512()};  // two chains, as Q6KDot
+  for (int j = 0; j < 4; ++j)
+    a[j % 2] = _mm512_dpwssd_epi32(a[j % 2], _mm512_maddubs_epi16(u.q[j], _mm512_loadu_si512(xq + 128 * (j / 2) + 64 * (j % 2))),
+                                   u.scale[j]);
+  return _mm512_add_epi32(a[0], a[1]);
 }
 
 // q6_K: an unpacked super-block against one activation super-block: its eight int32 partials,
