@@ -463,16 +463,9 @@ CT_AVX512_VNNI inline void Q4KBatch(const unsigned char* sb, const qactivation& 
     }
   }
   f = _mm512_cvtepi32_ps(Q4KSums8(a, b));
-  // [d_0 .. d_7, dmin_0 .. dmin_7]: words 0 and 1 of each head
-  const __m512i words = _mm512_setr_epi32(0x00080000, 0x00180010, 0x00280020, 0x00380030, 0x00090001, 0x00190011, 0x00290021,
-                                          0x00390031, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m512 d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(heads[0], words, heads[1])));
-  // [dx, -dx] ((-dx) dmin is -(dx dmin) exactly); x.d's buffer has whole cache lines, so the
-  // eight floats at s are there even past the last super-block
-  const __m512 dx = _mm512_xor_ps(_mm512_broadcast_f32x8(_mm256_loadu_ps(x.d + s)),
-                                  _mm512_castsi512_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, INT32_MIN, INT32_MIN, INT32_MIN,
-                                                                        INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN)));
-  m = _mm512_mul_ps(dx, d);
+  // x.d's buffer has whole cache lines, so the eight floats at s are there even past the last
+  // super-block
+  m = _mm512_mul_ps(Q4KActivationScales8(x.d + s), Q4KScales8(heads[0], heads[1]));
 }
 
 // q6_K: super-blocks s .. s + n of a row (n <= 8; sb at super-block s) against x, as the float
@@ -588,8 +581,6 @@ template <bool kFused, bool kPrefetch>
 CT_AVX512_VNNI void Q4KShortRowsIn(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation& x,
                                    index_t blocks, float* y, index_t y_stride) {
   const Q4KPicks pick;
-  const __m512i words = _mm512_setr_epi32(0x00080000, 0x00180010, 0x00280020, 0x00380030, 0x00090001, 0x00190011, 0x00290021,
-                                          0x00390031, 0, 0, 0, 0, 0, 0, 0, 0);
   index_t r0 = 0;
   for (; r0 + 8 <= rows; r0 += 8) {
     const unsigned char* const group = w + static_cast<std::size_t>(r0) * row_bytes;
@@ -613,8 +604,7 @@ CT_AVX512_VNNI void Q4KShortRowsIn(const unsigned char* w, std::size_t row_bytes
         }
       }
       const __m512 f = _mm512_cvtepi32_ps(Q4KSums8(a, b));
-      const __m512 d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(heads[0], words, heads[1])));
-      const __m512 m = _mm512_mul_ps(_mm512_set1_ps(x.d[j]), d);
+      const __m512 m = _mm512_mul_ps(_mm512_set1_ps(x.d[j]), Q4KScales8(heads[0], heads[1]));
       const __m256 ma = _mm512_castps512_ps256(m), fa = _mm512_castps512_ps256(f);
       // -(dx dmin): exact negation of the product, as in the portable kernel
       const __m256 mb = _mm256_xor_ps(_mm512_extractf32x8_ps(m, 1), _mm256_set1_ps(-0.0f)), fb = _mm512_extractf32x8_ps(f, 1);

@@ -138,25 +138,57 @@ CT_AVX512_VNNI inline __m512i Q4KScalesMins4(__m512i heads) {
   return _mm512_unpacklo_epi32(low6, high);
 }
 
-// q4_K: one super-block's A_s as sixteen int32 partials (Q4KDot's integer work, with the
-// super-block's unpacked scales and mins broadcast to every lane in scb: Q4KScalesMins' layout).
-CT_AVX512_VNNI inline __m512i Q4KSubDots(const unsigned char* w, __m512i scb, const std::int8_t* xq, const Q4KPicks& p) {
+// q4_K: one super-block's nibbles and scale picks for the multiplies (Q4KUnpack's, with the
+// super-block's unpacked scales and mins broadcast to every lane in scb: Q4KScalesMins'
+// layout, e.g. a lane of Q4KScalesMins4's).
+struct Q4KQuants {
+  __m512i nib[4], scale[4];
+};
+CT_AVX512_VNNI inline Q4KQuants Q4KUnpackQuants(const unsigned char* w, __m512i scb, const Q4KPicks& p) {
   const __m512i shifts = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4), low = _mm512_set1_epi8(0x0f);
-  __m512i acc2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // two chains, as Q4KDot
+  Q4KQuants u;
   for (int c = 0; c < 4; ++c) {
     const __m512i bytes = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c)));
-    const __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(bytes, shifts), low);
-    acc2[c % 2] = _mm512_dpwssd_epi32(acc2[c % 2], _mm512_maddubs_epi16(nib, _mm512_loadu_si512(xq + 64 * c)),
-                                      _mm512_shuffle_epi8(scb, p.pick[c]));
+    u.nib[c] = _mm512_and_si512(_mm512_srlv_epi64(bytes, shifts), low);
+    u.scale[c] = _mm512_shuffle_epi8(scb, p.pick[c]);
   }
+  return u;
+}
+
+// q4_K: an unpacked super-block's A_s against one activation super-block's quants, as sixteen
+// int32 partials (Q4KDot's integer work, not halved).
+CT_AVX512_VNNI inline __m512i Q4KDotA(const Q4KQuants& u, const std::int8_t* xq) {
+  __m512i acc2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // two chains, as Q4KDot
+  for (int c = 0; c < 4; ++c)
+    acc2[c % 2] = _mm512_dpwssd_epi32(acc2[c % 2], _mm512_maddubs_epi16(u.nib[c], _mm512_loadu_si512(xq + 64 * c)), u.scale[c]);
   return _mm512_add_epi32(acc2[0], acc2[1]);
+}
+
+// Both at once, for one activation vector (the one-vector kernel's).
+CT_AVX512_VNNI inline __m512i Q4KSubDots(const unsigned char* w, __m512i scb, const std::int8_t* xq, const Q4KPicks& p) {
+  return Q4KDotA(Q4KUnpackQuants(w, scb, p), xq);
 }
 
 // q4_K: B_s of Q4KScalesMins4's four super-blocks (sm) against their activation sums of 32
 // (pair_sums, eight per super-block): lane i holds four int32 partials of super-block i's. Each
-// product at most 63 * 32 * 127.
+// product at most 63 * 32 * 127. Q4KMins4: the mins as int16, for several vectors' sums.
+CT_AVX512_VNNI inline __m512i Q4KMins4(__m512i sm) { return _mm512_unpackhi_epi8(sm, _mm512_setzero_si512()); }
 CT_AVX512_VNNI inline __m512i Q4KMinDots4(__m512i sm, const std::int16_t* pair_sums) {
-  return _mm512_madd_epi16(_mm512_unpackhi_epi8(sm, _mm512_setzero_si512()), _mm512_loadu_si512(pair_sums));
+  return _mm512_madd_epi16(Q4KMins4(sm), _mm512_loadu_si512(pair_sums));
+}
+
+// [d_0 .. d_7, dmin_0 .. dmin_7] as floats from two Q4KHeads4 (words 0 and 1 of each head).
+CT_AVX512_VNNI inline __m512 Q4KScales8(__m512i heads0, __m512i heads1) {
+  const __m512i words = _mm512_setr_epi32(0x00080000, 0x00180010, 0x00280020, 0x00380030, 0x00090001, 0x00190011, 0x00290021,
+                                          0x00390031, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(heads0, words, heads1)));
+}
+
+// [dx, -dx] for eight activation super-blocks' scales at d ((-dx) dmin is -(dx dmin) exactly).
+CT_AVX512_VNNI inline __m512 Q4KActivationScales8(const float* d) {
+  return _mm512_xor_ps(_mm512_broadcast_f32x8(_mm256_loadu_ps(d)),
+                       _mm512_castsi512_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN,
+                                                             INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN)));
 }
 
 // The lane sums of eight vectors of sixteen int32 (exact in any order): lane i of the result is

@@ -37,11 +37,14 @@ CT_AVX512_VNNI inline void Q6KPartialsMulti(const unsigned char* sb, index_t s, 
   for (int v = 0; v < V; ++v) t[v][i] = Q6KDot(u, xs[v].q + s * 256, xs[v].sums + s * 16);
 }
 
-// q4_K against qdot_multi_vectors activation vectors at once: each super-block's nibbles,
-// scale picks and mins are unpacked once and multiplied with every vector's quants; then per
-// vector the steps of QDotQ4K (Sums8x8 trees for eight super-blocks, the float steps in the
-// portable order), so each output is QDotQ4K's value. On the Xeon guest the unpacking was
-// about half of a vector's work per super-block.
+// q4_K against qdot_multi_vectors activation vectors at once, in batches of eight
+// super-blocks as the one-vector kernel's (Q4KBatch): the heads of four super-blocks unpacked
+// at once, each super-block's nibbles and scale picks once, multiplied with every vector's
+// quants; per vector one Q4KSums8 tree for the batch's sixteen sums and its float steps in the
+// portable order, so each output is the one-vector kernel's value. (Unpacking one super-block
+// at a time, with two halving steps and two Sums8x8 trees per vector, took 27.7 ms for a
+// 128 x 4096 x 4096 product on the Zen 5 guest.) A row's last super-blocks past the batches one
+// at a time.
 template <bool kFused>
 CT_AVX512_VNNI void QDotQ4KMulti(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation* xs,
                                  index_t blocks, float* y, index_t y_row, index_t y_vec) {
@@ -52,28 +55,29 @@ CT_AVX512_VNNI void QDotQ4KMulti(const unsigned char* w, std::size_t row_bytes, 
     float acc[V] = {};
     index_t s = 0;
     for (; s + 8 <= blocks; s += 8) {
-      __m256i a[V][8], b[V][8];
-      std::int32_t dd[8];
-      for (int i = 0; i < 8; ++i) {
-        Q4KPartialsMulti<V>(row + (s + i) * q4_K_bytes, s + i, xs, pick, a, b, i);
-        std::memcpy(&dd[i], row + (s + i) * q4_K_bytes, 4);
+      __m512i a[V][8], b[V][2], heads[2];
+      for (int h = 0; h < 2; ++h) {
+        const unsigned char* const g = row + (s + 4 * h) * q4_K_bytes;
+        heads[h] = Q4KHeads4(g);
+        const __m512i sm = Q4KScalesMins4(heads[h]);
+        const __m512i mins = Q4KMins4(sm);
+        for (int v = 0; v < V; ++v) b[v][h] = _mm512_madd_epi16(mins, _mm512_loadu_si512(xs[v].pair_sums + 8 * (s + 4 * h)));
+        for (int i = 0; i < 4; ++i) {
+          const Q4KQuants u = Q4KUnpackQuants(g + i * q4_K_bytes, Lane128(sm, i), pick);
+          for (int v = 0; v < V; ++v) a[v][4 * h + i] = Q4KDotA(u, xs[v].q + (s + 4 * h + i) * 256);
+        }
       }
-      const __m256i d16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd));
-      const __m256 d = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(d16));
-      const __m256 dmin = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(d16, 16)));
-      alignas(32) float ma[V][8], mb[V][8], fa[V][8], fb[V][8];
+      const __m512 d = Q4KScales8(heads[0], heads[1]);
+      alignas(64) float m[V][16], f[V][16];
       for (int v = 0; v < V; ++v) {
-        const __m256 dx = _mm256_loadu_ps(xs[v].d + s);
-        _mm256_store_ps(ma[v], _mm256_mul_ps(dx, d));
-        _mm256_store_ps(mb[v], _mm256_xor_ps(_mm256_mul_ps(dx, dmin), _mm256_set1_ps(-0.0f)));  // -(dx dmin)
-        _mm256_store_ps(fa[v], _mm256_cvtepi32_ps(Sums8x8(a[v])));
-        _mm256_store_ps(fb[v], _mm256_cvtepi32_ps(Sums8x8(b[v])));
+        _mm512_store_ps(m[v], _mm512_mul_ps(Q4KActivationScales8(xs[v].d + s), d));
+        _mm512_store_ps(f[v], _mm512_cvtepi32_ps(Q4KSums8(a[v], b[v])));
       }
-      asm volatile("" ::: "memory");  // read back from memory (qdot_avx512.cpp's QDotQ4K says why)
+      asm volatile("" ::: "memory");  // read back from memory (qdot_avx512.cpp's BatchRowsIn says why)
       for (int i = 0; i < 8; ++i)
         for (int v = 0; v < V; ++v) {
-          acc[v] = mm::muladd<kFused>(ma[v][i], fa[v][i], acc[v]);
-          acc[v] = mm::muladd<kFused>(mb[v][i], fb[v][i], acc[v]);
+          acc[v] = mm::muladd<kFused>(m[v][i], f[v][i], acc[v]);
+          acc[v] = mm::muladd<kFused>(m[v][8 + i], f[v][8 + i], acc[v]);
         }
     }
     for (; s < blocks; ++s) {
@@ -92,7 +96,7 @@ CT_AVX512_VNNI void QDotQ4KMulti(const unsigned char* w, std::size_t row_bytes, 
 
 // q6_K against qdot_multi_vectors activation vectors at once, as QDotQ4KMulti: each
 // super-block's quants (rebuilt from ql and qh) and scale picks once, then every vector's
-// products, and per vector QDotQ6K's batch of eight and float steps.
+// products, and per vector the one-vector kernel's batch of eight (Q6KBatch) and float steps.
 template <bool kFused>
 CT_AVX512_VNNI void QDotQ6KMulti(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation* xs,
                                  index_t blocks, float* y, index_t y_row, index_t y_vec) {
@@ -103,19 +107,21 @@ CT_AVX512_VNNI void QDotQ6KMulti(const unsigned char* w, std::size_t row_bytes, 
     float acc[V] = {};
     index_t s = 0;
     for (; s + 8 <= blocks; s += 8) {
-      __m256i t[V][8];
+      __m512i t[V][8];  // as the one-vector kernel's Q6KBatch: 512-bit partials, one Sums8x16 tree
       std::uint16_t d16[8];
       for (int i = 0; i < 8; ++i) {
-        Q6KPartialsMulti<V>(row + (s + i) * q6_K_bytes, s + i, xs, consts, t, i);
-        std::memcpy(&d16[i], row + (s + i) * q6_K_bytes + 208, 2);
+        const unsigned char* const sb = row + (s + i) * q6_K_bytes;
+        const Q6KBlock u = Q6KUnpack(sb, consts);
+        for (int v = 0; v < V; ++v) t[v][i] = Q6KDot16(u, xs[v].q + (s + i) * 256, xs[v].minus16_sums + (s + i) * 16);
+        std::memcpy(&d16[i], sb + 208, 2);
       }
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d16)));
       alignas(32) float m[V][8], f[V][8];
       for (int v = 0; v < V; ++v) {
         _mm256_store_ps(m[v], _mm256_mul_ps(_mm256_loadu_ps(xs[v].d + s), d));
-        _mm256_store_ps(f[v], _mm256_cvtepi32_ps(Sums8x8(t[v])));
+        _mm256_store_ps(f[v], _mm256_cvtepi32_ps(Sums8x16(t[v])));
       }
-      asm volatile("" ::: "memory");  // read back from memory (qdot_avx512.cpp's QDotQ4K says why)
+      asm volatile("" ::: "memory");  // read back from memory (qdot_avx512.cpp's BatchRowsIn says why)
       for (int i = 0; i < 8; ++i)
         for (int v = 0; v < V; ++v) acc[v] = mm::muladd<kFused>(m[v][i], f[v][i], acc[v]);
     }
