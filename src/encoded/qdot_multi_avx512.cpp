@@ -6,6 +6,7 @@
 // time by qdot_simd.cpp like the row kernels.
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -20,16 +21,10 @@ namespace {
 
 using namespace avx512;
 
-// Super-block s at sb against the V activation vectors at xs, its partials into lane i of each
-// vector's batch: q4_K's A_s and B_s (eight int32 each) into a[v][i], b[v][i]; q6_K's sum
-// (the "- 32" taken off) into t[v][i]. Functions, not lambdas: clang gives a lambda none of its
-// enclosing function's target attribute, and vectors passed across it would change the ABI.
-template <int V>
-CT_AVX512_VNNI inline void Q4KPartialsMulti(const unsigned char* sb, index_t s, const qactivation* xs, const Q4KPicks& pick,
-                                           __m256i (&a)[V][8], __m256i (&b)[V][8], int i) {
-  const Q4KBlock u = Q4KUnpack(sb, pick);
-  for (int v = 0; v < V; ++v) Q4KDot(u, xs[v].q + s * 256, xs[v].sums + s * 16, a[v][i], b[v][i]);
-}
+// q6_K super-block s at sb against the V activation vectors at xs, its sum (the "- 32" taken
+// off) into lane i of each vector's batch, t[v][i]. Functions, not lambdas, here: clang gives
+// a lambda none of its enclosing function's target attribute, and vectors passed across it
+// would change the ABI.
 template <int V>
 CT_AVX512_VNNI inline void Q6KPartialsMulti(const unsigned char* sb, index_t s, const qactivation* xs, const Q6KConsts& consts,
                                            __m256i (&t)[V][8], int i) {
@@ -37,58 +32,125 @@ CT_AVX512_VNNI inline void Q6KPartialsMulti(const unsigned char* sb, index_t s, 
   for (int v = 0; v < V; ++v) t[v][i] = Q6KDot(u, xs[v].q + s * 256, xs[v].sums + s * 16);
 }
 
-// q4_K against qdot_multi_vectors activation vectors at once, in batches of eight
-// super-blocks as the one-vector kernel's (Q4KBatch): the heads of four super-blocks unpacked
-// at once, each super-block's nibbles and scale picks once, multiplied with every vector's
-// quants; per vector one Q4KSums8 tree for the batch's sixteen sums and its float steps in the
-// portable order, so each output is the one-vector kernel's value. (Unpacking one super-block
-// at a time, with two halving steps and two Sums8x8 trees per vector, took 27.7 ms for a
-// 128 x 4096 x 4096 product on the Zen 5 guest.) A row's last super-blocks past the batches one
-// at a time.
+// q4_K: super-blocks s .. s + n (n <= 8) of a row at sb against the V vectors at xs, as
+// Q4KBatch does for one: m[v], f[v] the float steps' operands of vector v (lanes past n not to
+// be read). The heads of four super-blocks unpacked at once, each super-block's nibbles and
+// scale picks once for all the vectors.
+template <int V, bool kWhole>
+CT_AVX512_VNNI inline void Q4KMultiBatch(const unsigned char* sb, index_t s, index_t n, const qactivation* xs, const Q4KPicks& pick,
+                                        float (&m)[V][16], float (&f)[V][16]) {
+  __m512i a[V][8], b[V][2], heads[2];
+  for (int h = 0; h < 2; ++h) {
+    const unsigned char* const g = sb + 4 * h * q4_K_bytes;
+    if (!kWhole && n <= 4 * h) {
+      heads[h] = _mm512_setzero_si512();
+      for (int v = 0; v < V; ++v) b[v][h] = a[v][4 * h] = a[v][4 * h + 1] = a[v][4 * h + 2] = a[v][4 * h + 3] = heads[h];
+      continue;
+    }
+    heads[h] = kWhole ? Q4KHeads4(g) : Q4KHeads4(g, n - 4 * h);
+    const __m512i sm = Q4KScalesMins4(heads[h]);
+    const __m512i mins = Q4KMins4(sm);
+    // the activations' buffers have whole cache lines: the 64 bytes of sums are there
+    for (int v = 0; v < V; ++v) b[v][h] = _mm512_madd_epi16(mins, _mm512_loadu_si512(xs[v].pair_sums + 8 * (s + 4 * h)));
+    for (int i = 0; i < 4; ++i) {
+      if (!kWhole && n <= 4 * h + i) {
+        for (int v = 0; v < V; ++v) a[v][4 * h + i] = _mm512_setzero_si512();
+        continue;
+      }
+      const Q4KQuants u = Q4KUnpackQuants(g + i * q4_K_bytes, Lane128(sm, i), pick);
+      for (int v = 0; v < V; ++v) a[v][4 * h + i] = Q4KDotA(u, xs[v].q + (s + 4 * h + i) * 256);
+    }
+  }
+  const __m512 d = Q4KScales8(heads[0], heads[1]);
+  for (int v = 0; v < V; ++v) {
+    _mm512_store_ps(m[v], _mm512_mul_ps(Q4KActivationScales8(xs[v].d + s), d));
+    _mm512_store_ps(f[v], _mm512_cvtepi32_ps(Q4KSums8(a[v], b[v])));
+  }
+}
+
+// q4_K rows shorter than a batch (blocks < 8) against the V vectors: eight rows at a time, one
+// super-block column at a time, rows for lanes (as the one-vector kernel's Q4KShortRowsIn), so a
+// tree's sixteen sums serve eight super-blocks for any K and each vector's float steps are
+// vector multiply-adds over the eight rows, each row's in the portable order. Rows past the
+// last eight go to QDotQ4KMulti's batches.
+template <bool kFused>
+CT_AVX512_VNNI index_t Q4KMultiShortRows(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation* xs,
+                                         index_t blocks, float* y, index_t y_row, index_t y_vec) {
+  constexpr int V = static_cast<int>(qdot_multi_vectors);
+  const Q4KPicks pick;
+  index_t r0 = 0;
+  for (; r0 + 8 <= rows; r0 += 8) {
+    const unsigned char* const group = w + static_cast<std::size_t>(r0) * row_bytes;
+    __m256 acc[V];
+    for (int v = 0; v < V; ++v) acc[v] = _mm256_setzero_ps();
+    for (index_t j = 0; j < blocks; ++j) {
+      const unsigned char* const col = group + j * q4_K_bytes;
+      __m512i a[V][8], b[V][2], heads[2];
+      for (int h = 0; h < 2; ++h) {
+        const unsigned char* const g = col + 4 * h * row_bytes;
+        heads[h] = Q4KHeads4(g, row_bytes);
+        const __m512i sm = Q4KScalesMins4(heads[h]);
+        const __m512i mins = Q4KMins4(sm);
+        for (int v = 0; v < V; ++v)  // the activation super-block's sums of 32, the same in every lane
+          b[v][h] = _mm512_madd_epi16(
+              mins, _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xs[v].pair_sums + 8 * j))));
+        for (int i = 0; i < 4; ++i) {
+          const Q4KQuants u = Q4KUnpackQuants(g + i * row_bytes, Lane128(sm, i), pick);
+          for (int v = 0; v < V; ++v) a[v][4 * h + i] = Q4KDotA(u, xs[v].q + j * 256);
+        }
+      }
+      const __m512 d = Q4KScales8(heads[0], heads[1]);
+      for (int v = 0; v < V; ++v) {
+        const __m512 f = _mm512_cvtepi32_ps(Q4KSums8(a[v], b[v]));
+        const __m512 m = _mm512_mul_ps(_mm512_set1_ps(xs[v].d[j]), d);
+        const __m256 ma = _mm512_castps512_ps256(m), fa = _mm512_castps512_ps256(f);
+        // -(dx dmin): exact negation of the product, as in the portable kernel
+        const __m256 mb = _mm256_xor_ps(_mm512_extractf32x8_ps(m, 1), _mm256_set1_ps(-0.0f)), fb = _mm512_extractf32x8_ps(f, 1);
+        if constexpr (kFused) {
+          acc[v] = _mm256_fmadd_ps(mb, fb, _mm256_fmadd_ps(ma, fa, acc[v]));
+        } else {
+          acc[v] = _mm256_add_ps(_mm256_mul_ps(mb, fb), _mm256_add_ps(_mm256_mul_ps(ma, fa), acc[v]));
+        }
+      }
+    }
+    for (int v = 0; v < V; ++v) {
+      alignas(32) float sums[8];
+      _mm256_store_ps(sums, acc[v]);
+      for (int i = 0; i < 8; ++i) y[(r0 + i) * y_row + v * y_vec] = sums[i];
+    }
+  }
+  return r0;
+}
+
+// q4_K against qdot_multi_vectors activation vectors at once, in batches of eight super-blocks
+// (Q4KMultiBatch; a row's last batch as many as remain; short rows by Q4KMultiShortRows), per
+// vector the float steps in the portable order, so each output is the one-vector kernel's
+// value. (Unpacking one super-block at a time, with two halving steps and two Sums8x8 trees per
+// vector, took 28-29.5 ms for a 128 x 4096 x 4096 product on the Zen 5 guest, against 24.3-25
+// this way; 128 x 2048 x 768, three super-blocks a row, ran 48 GMAC/s in padded batches and
+// 95-97 by Q4KMultiShortRows.)
 template <bool kFused>
 CT_AVX512_VNNI void QDotQ4KMulti(const unsigned char* w, std::size_t row_bytes, index_t rows, const qactivation* xs,
                                  index_t blocks, float* y, index_t y_row, index_t y_vec) {
   constexpr int V = static_cast<int>(qdot_multi_vectors);
   const Q4KPicks pick;
-  for (index_t r = 0; r < rows; ++r) {
+  const index_t done = blocks < 8 ? Q4KMultiShortRows<kFused>(w, row_bytes, rows, xs, blocks, y, y_row, y_vec) : 0;
+  for (index_t r = done; r < rows; ++r) {
     const unsigned char* row = w + static_cast<std::size_t>(r) * row_bytes;
     float acc[V] = {};
-    index_t s = 0;
-    for (; s + 8 <= blocks; s += 8) {
-      __m512i a[V][8], b[V][2], heads[2];
-      for (int h = 0; h < 2; ++h) {
-        const unsigned char* const g = row + (s + 4 * h) * q4_K_bytes;
-        heads[h] = Q4KHeads4(g);
-        const __m512i sm = Q4KScalesMins4(heads[h]);
-        const __m512i mins = Q4KMins4(sm);
-        for (int v = 0; v < V; ++v) b[v][h] = _mm512_madd_epi16(mins, _mm512_loadu_si512(xs[v].pair_sums + 8 * (s + 4 * h)));
-        for (int i = 0; i < 4; ++i) {
-          const Q4KQuants u = Q4KUnpackQuants(g + i * q4_K_bytes, Lane128(sm, i), pick);
-          for (int v = 0; v < V; ++v) a[v][4 * h + i] = Q4KDotA(u, xs[v].q + (s + 4 * h + i) * 256);
-        }
-      }
-      const __m512 d = Q4KScales8(heads[0], heads[1]);
+    for (index_t s = 0; s < blocks; s += 8) {
       alignas(64) float m[V][16], f[V][16];
-      for (int v = 0; v < V; ++v) {
-        _mm512_store_ps(m[v], _mm512_mul_ps(Q4KActivationScales8(xs[v].d + s), d));
-        _mm512_store_ps(f[v], _mm512_cvtepi32_ps(Q4KSums8(a[v], b[v])));
-      }
+      const index_t n = std::min<index_t>(8, blocks - s);
+      if (n == 8)
+        Q4KMultiBatch<V, true>(row + s * q4_K_bytes, s, 8, xs, pick, m, f);
+      else
+        Q4KMultiBatch<V, false>(row + s * q4_K_bytes, s, n, xs, pick, m, f);
       asm volatile("" ::: "memory");  // read back from memory (qdot_avx512.cpp's BatchRowsIn says why)
-      for (int i = 0; i < 8; ++i)
+      for (int i = 0; i < n; ++i)
         for (int v = 0; v < V; ++v) {
           acc[v] = mm::muladd<kFused>(m[v][i], f[v][i], acc[v]);
           acc[v] = mm::muladd<kFused>(m[v][8 + i], f[v][8 + i], acc[v]);
         }
-    }
-    for (; s < blocks; ++s) {
-      const unsigned char* sb = row + s * q4_K_bytes;
-      __m256i a[V][8], b[V][8];
-      Q4KPartialsMulti<V>(sb, s, xs, pick, a, b, 0);
-      for (int v = 0; v < V; ++v) {
-        const float dx = xs[v].d[s];
-        acc[v] = mm::muladd<kFused>(dx * ScaleAt(sb), static_cast<float>(HSum8(a[v][0])), acc[v]);
-        acc[v] = mm::muladd<kFused>(-(dx * ScaleAt(sb + 2)), static_cast<float>(HSum8(b[v][0])), acc[v]);
-      }
     }
     for (int v = 0; v < V; ++v) y[r * y_row + v * y_vec] = acc[v];
   }
