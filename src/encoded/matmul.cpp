@@ -257,11 +257,11 @@ void run(const char* op, const product& p, const encoded_tensor& w, tensor<float
     return detail::encoded::qactivation{aq.data() + at * quants_per_vector,
                                         ad.data() + at * scales_per_vector,
                                         as.data() + at * sums_per_vector,
-                                        aps.empty() ? nullptr : aps.data() + at * pair_sums_per_vector,
-                                        ams.empty() ? nullptr : ams.data() + at * sums_per_vector,
                                         weight_prefetch,
                                         split_at(at),
-                                        burst};
+                                        burst,
+                                        aps.empty() ? nullptr : aps.data() + at * pair_sums_per_vector,
+                                        ams.empty() ? nullptr : ams.data() + at * sums_per_vector};
   };
   // out(b, n, m) from a decoded weight row (exact) or the row's blocks (quantized).
   const auto element = [&](index_t b, index_t ni, index_t mi, const float* decoded, const settings& s) {
