@@ -1,11 +1,11 @@
 // src/encoded/qdot_k_avx512.hpp — the q4_K / q6_K building blocks of the AVX-512 VNNI kernels
 // that qdot_avx512.cpp (one activation vector) and qdot_multi_avx512.cpp (several) share: a
-// super-block unpacked into registers once (Q4KUnpack, Q6KUnpack), its integer dot with one
-// activation super-block (Q4KDot, Q6KDot), and the horizontal sums; and q4_K's pieces taken four
-// super-blocks at a time by the one-vector kernel (Q4KHeads4 to Q4KSums8). Every integer is exact in
-// int32 (the bounds are in the comments), so only the float steps' order matters, and the
-// kernels keep the portable one. Internal; include only from those files, after
-// src/kernels/fp_contract_off.hpp and qdot_avx512.hpp.
+// super-block unpacked into registers once (q4_K's heads four super-blocks at a time,
+// Q4KHeads4 and Q4KScalesMins4, then Q4KUnpackQuants; Q6KUnpack), its integer dot with one
+// activation super-block (Q4KDotA, Q4KMinDots4; Q6KDot16, Q6KDot), and the horizontal sums.
+// Every integer is exact in int32 (the bounds are in the comments), so only the float steps'
+// order matters, and the kernels keep the portable one. Internal; include only from those
+// files, after src/kernels/fp_contract_off.hpp and qdot_avx512.hpp.
 #pragma once
 
 #include <cstdint>
@@ -27,22 +27,6 @@ CT_AVX512_VNNI inline __m256i Halve(__m512i v) {
   return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
-// q4_K: a super-block's eight 6-bit scales and mins, unpacked from its 12 bytes (at p) in one
-// 128-bit register (docs/encoded.md draws the packing): 32-bit lanes 0..2 hold w0 (scales 0..3
-// and the top bits of scales 4..7), w1 (the same for the mins) and w2 (the low nibbles of
-// scales 4..7 and, shifted by 4, of mins 4..7). Result: bytes 0..7 the scales of sub-blocks
-// 0..7, bytes 8..15 their mins. (The scalar form of these bit operations was about a fifth of
-// a super-block's instructions, and fed the vector work through a register move.) Reads 16
-// bytes at p: the super-block has 144.
-CT_AVX512_VNNI inline __m128i Q4KScalesMins(const unsigned char* p) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m128i low6 = _mm_and_si128(v, _mm_set1_epi8(0x3f));                         // lanes 0, 1: scales / mins 0..3
-  const __m128i w2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0xaa), _mm_setr_epi32(0, 4, 0, 0));  // w2, w2 >> 4
-  const __m128i top = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(v, 6), _mm_set1_epi8(0x03)), 4);
-  const __m128i high = _mm_or_si128(_mm_and_si128(w2, _mm_set1_epi8(0x0f)), top);   // lanes 0, 1: scales / mins 4..7
-  return _mm_unpacklo_epi32(low6, high);  // [scales 0..3, scales 4..7, mins 0..3, mins 4..7]
-}
-
 // q4_K: the vpshufb patterns that put scale byte 2c (int16 lanes 0..15) and 2c + 1 (16..31)
 // of a super-block's unpacked scales into the int16 lanes of chunk c (0x80: a zero high byte).
 struct Q4KPicks {
@@ -57,42 +41,6 @@ struct Q4KPicks {
     }
   }
 };
-
-// q4_K: one super-block unpacked for the multiplies. Per 64-value chunk c, its 32 bytes twice,
-// [low nibbles | high nibbles] = sub-blocks 2c and 2c + 1 (against 64 consecutive activation
-// quants), and the two sub-blocks' scales as int16 in the matching halves; the mins as int16
-// pairs [m0 m0 m1 m1 ...] (bytes 8..15 of the unpacked scales and mins, each twice).
-struct Q4KBlock {
-  __m512i nib[4], scale[4];
-  __m256i mins;
-};
-CT_AVX512_VNNI inline Q4KBlock Q4KUnpack(const unsigned char* w, const Q4KPicks& p) {
-  const __m512i shifts = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4), low = _mm512_set1_epi8(0x0f);
-  const __m128i sm = Q4KScalesMins(w + 4);
-  const __m512i scb = _mm512_broadcast_i32x4(sm);
-  Q4KBlock u;
-  for (int c = 0; c < 4; ++c) {
-    const __m512i bytes = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 + 32 * c)));
-    u.nib[c] = _mm512_and_si512(_mm512_srlv_epi64(bytes, shifts), low);
-    u.scale[c] = _mm512_shuffle_epi8(scb, p.pick[c]);
-  }
-  u.mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-  return u;
-}
-
-// q4_K: an unpacked super-block against one activation super-block (quants xq, sums of 16 at
-// sums): A_s as eight int32 partials (pairs times the sub-block's scale, by vpdpwssd), and
-// B_s = sum_j m_j * (sums[2j] + sums[2j + 1]) as eight. A_s at most 256 * 15 * 127 * 63, B_s at
-// most 256 * 127 * 63.
-CT_AVX512_VNNI inline void Q4KDot(const Q4KBlock& u, const std::int8_t* xq, const std::int16_t* sums, __m256i& a_out,
-                                 __m256i& b_out) {
-  // Two accumulators (chunks 0, 2 and 1, 3): a chain of four vpdpwssd was the loop's latency.
-  __m512i acc2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-  for (int c = 0; c < 4; ++c)
-    acc2[c % 2] = _mm512_dpwssd_epi32(acc2[c % 2], _mm512_maddubs_epi16(u.nib[c], _mm512_loadu_si512(xq + 64 * c)), u.scale[c]);
-  a_out = Halve(_mm512_add_epi32(acc2[0], acc2[1]));
-  b_out = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums)), u.mins);
-}
 
 // q4_K, four super-blocks at a time (the one-vector kernel's batches of eight, Q4KBatch): each
 // super-block's first 16 bytes (d, dmin and the 12 bytes of scales and mins) in one 128-bit
@@ -125,10 +73,14 @@ CT_AVX512_VNNI inline __m512i Lane128(__m512i v, int i) {
   }
 }
 
-// Q4KScalesMins for Q4KHeads4's four super-blocks at once: lane i bytes 0..7 the scales of
-// super-block i's sub-blocks, bytes 8..15 their mins. The same bit operations, once per four
-// super-blocks instead of once per one, except that the top two bits come by one shift of 2
-// and a mask (bits 6-7 of each byte to bits 4-5 of the same byte) rather than two shifts.
+// q4_K: the eight 6-bit scales and mins of Q4KHeads4's four super-blocks, unpacked from their
+// 12 bytes each (docs/encoded.md draws the packing) by one set of vector bit operations for
+// the four. Per 128-bit lane, after the 4-byte shift: 32-bit lanes 0..2 hold w0 (scales 0..3
+// and the top bits of scales 4..7), w1 (the same for the mins) and w2 (the low nibbles of
+// scales 4..7 and, shifted by 4, of mins 4..7); the top two bits come by one shift of 2 and a
+// mask (bits 6-7 of each byte to bits 4-5 of the same byte). Result: lane i bytes 0..7 the
+// scales of super-block i's sub-blocks 0..7, bytes 8..15 their mins. (Unpacked one super-block
+// at a time, in 128-bit registers, these were a fifth of a super-block's operations.)
 CT_AVX512_VNNI inline __m512i Q4KScalesMins4(__m512i heads) {
   const __m512i v = _mm512_bsrli_epi128(heads, 4);  // per lane [w0, w1, w2, 0]
   const __m512i low6 = _mm512_and_si512(v, _mm512_set1_epi8(0x3f));
@@ -138,9 +90,11 @@ CT_AVX512_VNNI inline __m512i Q4KScalesMins4(__m512i heads) {
   return _mm512_unpacklo_epi32(low6, high);
 }
 
-// q4_K: one super-block's nibbles and scale picks for the multiplies (Q4KUnpack's, with the
-// super-block's unpacked scales and mins broadcast to every lane in scb: Q4KScalesMins'
-// layout, e.g. a lane of Q4KScalesMins4's).
+// q4_K: one super-block's nibbles and scale picks for the multiplies, its unpacked scales and
+// mins broadcast to every lane in scb (a lane of Q4KScalesMins4's, by Lane128). Per 64-value
+// chunk c, its 32 bytes twice, [low nibbles | high nibbles] = sub-blocks 2c and 2c + 1
+// (against 64 consecutive activation quants), and the two sub-blocks' scales as int16 in the
+// matching halves.
 struct Q4KQuants {
   __m512i nib[4], scale[4];
 };
@@ -156,9 +110,11 @@ CT_AVX512_VNNI inline Q4KQuants Q4KUnpackQuants(const unsigned char* w, __m512i 
 }
 
 // q4_K: an unpacked super-block's A_s against one activation super-block's quants, as sixteen
-// int32 partials (Q4KDot's integer work, not halved).
+// int32 partials: pairs times the sub-block's scale, by vpdpwssd. A_s at most
+// 256 * 15 * 127 * 63.
 CT_AVX512_VNNI inline __m512i Q4KDotA(const Q4KQuants& u, const std::int8_t* xq) {
-  __m512i acc2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // two chains, as Q4KDot
+  // Two accumulators (chunks 0, 2 and 1, 3): a chain of four vpdpwssd was the loop's latency.
+  __m512i acc2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
   for (int c = 0; c < 4; ++c)
     acc2[c % 2] = _mm512_dpwssd_epi32(acc2[c % 2], _mm512_maddubs_epi16(u.nib[c], _mm512_loadu_si512(xq + 64 * c)), u.scale[c]);
   return _mm512_add_epi32(acc2[0], acc2[1]);
@@ -193,7 +149,8 @@ CT_AVX512_VNNI inline __m512 Q4KActivationScales8(const float* d) {
 
 // The lane sums of eight vectors of sixteen int32 (exact in any order): lane i of the result is
 // the sum of a[i]'s lanes. Two levels of in-lane unpack-and-add (the cheap operations), then
-// the 128-bit lanes: 24 operations, where Halve and Sums8x8 take 37.
+// the 128-bit lanes: 24 operations, where halving each vector and a tree of eight 256-bit
+// vectors took 37.
 CT_AVX512_VNNI inline __m256i Sums8x16(const __m512i (&a)[8]) {
   __m512i t[4];
   for (int k = 0; k < 4; ++k)  // per lane [a2k 0+2, a2k+1 0+2, a2k 1+3, a2k+1 1+3]
@@ -218,19 +175,6 @@ CT_AVX512_VNNI inline __m512i Q4KSums8(const __m512i (&a)[8], const __m512i (&b)
   tb = _mm512_add_epi32(tb, _mm512_shuffle_epi32(tb, _MM_PERM_BADC));
   const __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 20, 24, 28, 17, 21, 25, 29);
   return _mm512_permutex2var_epi32(_mm512_castsi256_si512(sa), idx, tb);
-}
-
-// The lane sums of eight vectors of eight int32 (exact in any order): lane i of the result is
-// the sum of v[i]'s lanes. Three levels of unpack-and-add, then the two 128-bit halves: 21
-// operations for eight sums, where one horizontal sum per vector takes six.
-CT_AVX512_VNNI inline __m256i Sums8x8(const __m256i (&v)[8]) {
-  __m256i t[4];
-  for (int i = 0; i < 4; ++i)  // per 128-bit half: [v2i 0+2, v2i+1 0+2, v2i 1+3, v2i+1 1+3]
-    t[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
-  // per 128-bit half: [v0, v1, v2, v3] and [v4, v5, v6, v7], each that half's sum
-  const __m256i u0 = _mm256_add_epi32(_mm256_unpacklo_epi64(t[0], t[1]), _mm256_unpackhi_epi64(t[0], t[1]));
-  const __m256i u1 = _mm256_add_epi32(_mm256_unpacklo_epi64(t[2], t[3]), _mm256_unpackhi_epi64(t[2], t[3]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
 }
 
 // q6_K: per 128-value half h, ql's 64 bytes [l0 | l1] and qh's 32 bytes twice: quarters 0 and 1
