@@ -603,16 +603,7 @@ CT_AVX512_VNNI void Q4KShortRowsIn(const unsigned char* w, std::size_t row_bytes
           a[4 * h + i] = Q4KSubDots(g + i * row_bytes, Lane128(sm, i), xq, pick);
         }
       }
-      const __m512 f = _mm512_cvtepi32_ps(Q4KSums8(a, b));
-      const __m512 m = _mm512_mul_ps(_mm512_set1_ps(x.d[j]), Q4KScales8(heads[0], heads[1]));
-      const __m256 ma = _mm512_castps512_ps256(m), fa = _mm512_castps512_ps256(f);
-      // -(dx dmin): exact negation of the product, as in the portable kernel
-      const __m256 mb = _mm256_xor_ps(_mm512_extractf32x8_ps(m, 1), _mm256_set1_ps(-0.0f)), fb = _mm512_extractf32x8_ps(f, 1);
-      if constexpr (kFused) {
-        acc = _mm256_fmadd_ps(mb, fb, _mm256_fmadd_ps(ma, fa, acc));
-      } else {
-        acc = _mm256_add_ps(_mm256_mul_ps(mb, fb), _mm256_add_ps(_mm256_mul_ps(ma, fa), acc));
-      }
+      acc = Q4KLaneSteps<kFused>(x.d[j], Q4KScales8(heads[0], heads[1]), _mm512_cvtepi32_ps(Q4KSums8(a, b)), acc);
     }
     alignas(32) float sums[8];
     _mm256_store_ps(sums, acc);

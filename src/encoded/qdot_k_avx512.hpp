@@ -147,6 +147,20 @@ CT_AVX512_VNNI inline __m512 Q4KActivationScales8(const float* d) {
                                                              INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN)));
 }
 
+// q4_K with rows for lanes (the short-row kernels): one super-block column's two float steps
+// for eight rows at once — acc += (dx d) A_s, then acc -= (dx dmin) B_s, lane i row i's: the
+// portable kernel's operations in its order. dx: the column's activation scale; d: the rows'
+// [d, dmin] (Q4KScales8); f: their [A_s, B_s] as floats (Q4KSums8).
+template <bool kFused>
+CT_AVX512_VNNI inline __m256 Q4KLaneSteps(float dx, __m512 d, __m512 f, __m256 acc) {
+  const __m512 m = _mm512_mul_ps(_mm512_set1_ps(dx), d);
+  const __m256 ma = _mm512_castps512_ps256(m), fa = _mm512_castps512_ps256(f);
+  // -(dx dmin): exact negation of the product, as in the portable kernel
+  const __m256 mb = _mm256_xor_ps(_mm512_extractf32x8_ps(m, 1), _mm256_set1_ps(-0.0f)), fb = _mm512_extractf32x8_ps(f, 1);
+  if constexpr (kFused) return _mm256_fmadd_ps(mb, fb, _mm256_fmadd_ps(ma, fa, acc));
+  return _mm256_add_ps(_mm256_mul_ps(mb, fb), _mm256_add_ps(_mm256_mul_ps(ma, fa), acc));
+}
+
 // The lane sums of eight vectors of sixteen int32 (exact in any order): lane i of the result is
 // the sum of a[i]'s lanes. Two levels of in-lane unpack-and-add (the cheap operations), then
 // the 128-bit lanes: 24 operations, where halving each vector and a tree of eight 256-bit

@@ -100,18 +100,7 @@ CT_AVX512_VNNI index_t Q4KMultiShortRows(const unsigned char* w, std::size_t row
         }
       }
       const __m512 d = Q4KScales8(heads[0], heads[1]);
-      for (int v = 0; v < V; ++v) {
-        const __m512 f = _mm512_cvtepi32_ps(Q4KSums8(a[v], b[v]));
-        const __m512 m = _mm512_mul_ps(_mm512_set1_ps(xs[v].d[j]), d);
-        const __m256 ma = _mm512_castps512_ps256(m), fa = _mm512_castps512_ps256(f);
-        // -(dx dmin): exact negation of the product, as in the portable kernel
-        const __m256 mb = _mm256_xor_ps(_mm512_extractf32x8_ps(m, 1), _mm256_set1_ps(-0.0f)), fb = _mm512_extractf32x8_ps(f, 1);
-        if constexpr (kFused) {
-          acc[v] = _mm256_fmadd_ps(mb, fb, _mm256_fmadd_ps(ma, fa, acc[v]));
-        } else {
-          acc[v] = _mm256_add_ps(_mm256_mul_ps(mb, fb), _mm256_add_ps(_mm256_mul_ps(ma, fa), acc[v]));
-        }
-      }
+      for (int v = 0; v < V; ++v) acc[v] = Q4KLaneSteps<kFused>(xs[v].d[j], d, _mm512_cvtepi32_ps(Q4KSums8(a[v], b[v])), acc[v]);
     }
     for (int v = 0; v < V; ++v) {
       alignas(32) float sums[8];
