@@ -302,9 +302,9 @@ CT_AVX512_VNNI inline void TailPairQuads(const unsigned char* wa, const unsigned
 
 // One weight row against x, software pipelined: group g + 16's loads and vpdpbusd are issued
 // before group g's fold and multiply-add, so the out-of-order window sees independent work next
-// to the fold's chain. (Two rows side by side instead measured 1.7-2.3x slower on a Zen 5 guest,
-// gemv q8_0 11008x4096 2.8-3.9 ms against 1.2-1.7, though two workers on the core's two
-// hardware threads run 1.8x one.)
+// to the fold's chain. (Two adjacent rows side by side instead measured 1.7-2.3x slower on a Zen
+// 5 guest, gemv q8_0 11008x4096 2.8-3.9 ms against 1.2-1.7, though two workers on the core's two
+// hardware threads run 1.8x one; two rows far apart is DotRowPair below.)
 template <bool kQ4, bool kFused>
 CT_AVX512_VNNI inline float DotRow(const unsigned char* w, const qactivation& x, index_t blocks) {
   constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
@@ -332,6 +332,41 @@ CT_AVX512_VNNI inline float DotRow(const unsigned char* w, const qactivation& x,
 template <bool kQ4, bool kFused>
 CT_AVX512_VNNI float QDot32(const unsigned char* w, const qactivation& x, index_t blocks) {
   return DotRow<kQ4, kFused>(w, x, blocks);
+}
+
+// DotRow on two rows at once, far apart (one from each of row_runs' runs), their groups of 16
+// taken in turns: row a's group g, row b's group g, row a's group g + 16, ... — the weights
+// then come from memory as two streams switched every 288 (q4_0) or 544 (q8_0) bytes. Each
+// row's groups, tail and fold are DotRow's, in its order (same bits).
+template <bool kQ4, bool kFused>
+CT_AVX512_VNNI inline void DotRowPair(const unsigned char* wa, const unsigned char* wb, const qactivation& x, index_t blocks,
+                                      float& ya, float& yb) {
+  constexpr index_t wbytes = kQ4 ? q4_0_bytes : q8_0_bytes;
+  const std::int8_t* const xq = kQ4 ? x.q_split : x.q;
+  __m512 la = _mm512_setzero_ps(), lb = _mm512_setzero_ps();
+  index_t g = 0;
+  if (blocks >= 16) {
+    __m512i pa[8], pb[8];
+    Partials16<kQ4>(wa, xq, pa);
+    for (; g + 16 <= blocks; g += 16) {
+      const bool more = g + 32 <= blocks;
+      ahead_prefetch(wa + g * wbytes, 16 * wbytes, x.prefetch_bytes);
+      Partials16<kQ4>(wb + g * wbytes, xq + g * 32, pb);
+      la = Finish16<kQ4, kFused>(pa, wa + g * wbytes, x.d + g, x.sums + 2 * g, la);
+      ahead_prefetch(wb + g * wbytes, 16 * wbytes, x.prefetch_bytes);
+      if (more) Partials16<kQ4>(wa + (g + 16) * wbytes, xq + (g + 16) * 32, pa);
+      lb = Finish16<kQ4, kFused>(pb, wb + g * wbytes, x.d + g, x.sums + 2 * g, lb);
+    }
+  }
+  const index_t nb = blocks - g;
+  if (nb > 0 && nb <= 8) {
+    TailPair<kQ4, kFused>(wa + g * wbytes, wb + g * wbytes, x.q + g * 32, x.d + g, x.sums + 2 * g, nb, la, lb);
+  } else if (nb > 0) {
+    la = TailGroup<kQ4, kFused>(wa + g * wbytes, x.q + g * 32, x.d + g, x.sums + 2 * g, nb, la);
+    lb = TailGroup<kQ4, kFused>(wb + g * wbytes, x.q + g * 32, x.d + g, x.sums + 2 * g, nb, lb);
+  }
+  ya = FoldLanes(la);
+  yb = FoldLanes(lb);
 }
 
 // Rows of 16 to 31 blocks (K = 512..992: a small model's attention and feed-forward inputs)
@@ -409,8 +444,14 @@ CT_AVX512_VNNI void RowsInRuns(const unsigned char* w, std::size_t row_bytes, in
   }
 }
 
-// Rows of at least 32 blocks (RowsInRuns): row_runs' order, two runs of rows in turns from 64
-// rows on. Each row is DotRow's, whatever the order (same bits). On the Xeon guest (family 6 model 167),
+// Rows of at least 32 blocks: row_runs' two runs from 64 rows on, a row of each at once
+// (DotRowPair: the two streams switched group by group rather than row by row); fewer rows one
+// by one (RowsInRuns). Each row is DotRow's, whatever the order (same bits). On the Zen 5 guest
+// (family 26 model 2), from DRAM at one thread, alternated with the row-by-row turns in four
+// rounds (nineteenth session; bound fractions of the same runs): q8_0 4096² 0.73-0.78 ->
+// 0.78-0.86, 11008 x 4096 0.75-0.78 -> 0.78-0.93; q4_0 0.70-0.96 -> 0.73-0.86 and 0.72-0.81
+// -> 0.70-0.78 (within the noise); from L3 q8_0 4096² 0.35-0.59 -> 0.34-0.36 ms.
+// Before, row by row in turns, on the Xeon guest (family 6 model 167),
 // from DRAM, one thread, alternated with the one-stream order in three rounds: q8_0 4096²
 // 1.48-1.51 -> 1.42-1.43 ms, 11008 x 4096 3.64-3.67 -> 3.48-3.50; q4_0 0.79-0.81 -> 0.76 and
 // 2.08-2.10 -> 2.00-2.05; two workers 2-5% faster; no change with the weights in L3 or for the
@@ -423,7 +464,20 @@ CT_AVX512_VNNI void QDot32Rows(const unsigned char* w, std::size_t row_bytes, in
     ShortRows<kQ4, kFused>(w, row_bytes, rows, x, blocks, y, y_stride);
     return;
   }
-  RowsInRuns<&QDot32<kQ4, kFused>, &QDot32<kQ4, kFused>>(w, row_bytes, rows, x, blocks, y, y_stride);
+  const row_runs runs(rows);
+  if (!runs.two() || blocks < 16) {
+    RowsInRuns<&QDot32<kQ4, kFused>, &QDot32<kQ4, kFused>>(w, row_bytes, rows, x, blocks, y, y_stride);
+    return;
+  }
+  index_t i = 0;
+  for (; runs.h + i < rows; ++i) {
+    const unsigned char* ra = w + static_cast<std::size_t>(i) * row_bytes;
+    const unsigned char* rb = w + static_cast<std::size_t>(runs.h + i) * row_bytes;
+    if (i + 1 < runs.h) burst_prefetch(ra + row_bytes, row_bytes, x.burst_bytes);
+    if (runs.h + i + 1 < rows) burst_prefetch(rb + row_bytes, row_bytes, x.burst_bytes);
+    DotRowPair<kQ4, kFused>(ra, rb, x, blocks, y[i * y_stride], y[(runs.h + i) * y_stride]);
+  }
+  for (; i < runs.h; ++i) y[i * y_stride] = QDot32<kQ4, kFused>(w + static_cast<std::size_t>(i) * row_bytes, x, blocks);
 }
 
 // q4_K: super-blocks s .. s + n of a row (n <= 8; sb at super-block s) against x, as the
