@@ -1,5 +1,6 @@
-// src/encoded/qdot_avx512.hpp — what the AVX-512 VNNI kernels of qdot_avx512.cpp (rows) and
-// qdot_tile_avx512.cpp (prompt-sized tiles) share: the target attribute, the CPU check, and the
+// src/encoded/qdot_avx512.hpp — what the AVX-512 VNNI kernels (qdot_avx512.cpp, q8_0 / q4_0
+// rows and the entry points; qdot_k_rows_avx512.cpp and qdot_multi_avx512.cpp, the K formats;
+// qdot_tile_avx512.cpp, prompt-sized tiles) share: the target attribute, the CPU check, and the
 // small block and lane helpers both use. Internal; include only from those files, after
 // src/kernels/fp_contract_off.hpp.
 #pragma once
@@ -27,6 +28,12 @@ namespace ct::detail::encoded::avx512 {
 
 /// Whether this CPU runs the kernels (AVX-512 F, BW, VL, DQ and VNNI); checked once.
 bool cpu_has_vnni();
+
+/// The q4_K / q6_K one-vector kernels (qdot_k_rows_avx512.cpp), for avx512_qdot and
+/// avx512_qdot_rows: the kernel of format f, or nullptr for the other formats. The caller has
+/// checked cpu_has_vnni.
+qdot_fn k_qdot(qformat f, bool fused);
+qdot_rows_fn k_qdot_rows(qformat f, bool fused);
 
 template <bool kFused>
 CT_AVX512_VNNI inline __m512 MulAdd16(__m512 a, __m512 b, __m512 c) {

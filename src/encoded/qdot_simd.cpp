@@ -230,8 +230,8 @@ float QDotQ6K(const unsigned char* w, const qactivation& x, index_t blocks) {
 }
 
 // q4_K / q6_K rows in row_runs' order; with two runs each super-block prefetching
-// its run's weights x.prefetch_bytes ahead, as the AVX-512 kernels do (qdot_avx512.cpp's
-// RowsInRuns says why both), with one run not. Each row's value is QDotQ4K's /
+// its run's weights x.prefetch_bytes ahead, as the AVX-512 kernels do (qdot_k_rows_avx512.cpp's
+// BatchRowsIn says why both), with one run not. Each row's value is QDotQ4K's /
 // QDotQ6K's (same bits). Forced on the Xeon guest (CT_SIMD_TARGET=AVX2), from DRAM at one
 // thread, against the generic one-run loop in three alternated rounds: q4_K 4096² 1.11-1.16 ->
 // 0.91-0.96 ms, 11008 x 4096 2.96-3.52 -> 2.32-2.51; q6_K 1.66-1.78 -> 1.04-1.08, 3.93-4.04 ->
