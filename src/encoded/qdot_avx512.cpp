@@ -430,9 +430,10 @@ CT_AVX512_VNNI void RowsInRuns(const unsigned char* w, std::size_t row_bytes, in
   }
 }
 
-// Rows of at least 32 blocks: row_runs' two runs from 64 rows on, a row of each at once
-// (DotRowPair: the two streams switched group by group rather than row by row); fewer rows one
-// by one (RowsInRuns). Each row is DotRow's, whatever the order (same bits). On the Zen 5 guest
+// Rows of 16 to 31 blocks go to ShortRows. Rows of 32 blocks or more: from 64 rows on, a row of
+// each of row_runs' two runs at once (DotRowPair: the two streams switched group by group
+// rather than row by row); fewer rows, or rows of under 16 blocks, one at a time in row_runs'
+// order (RowsInRuns). Each row is DotRow's, whatever the order (same bits). On the Zen 5 guest
 // (family 26 model 2), from DRAM at one thread, alternated with the row-by-row turns in four
 // rounds (nineteenth session; bound fractions of the same runs): q8_0 4096² 0.73-0.78 ->
 // 0.78-0.86, 11008 x 4096 0.75-0.78 -> 0.78-0.93; q4_0 0.70-0.96 -> 0.73-0.86 and 0.72-0.81
