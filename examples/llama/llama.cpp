@@ -102,7 +102,10 @@ model load(ct::gguf::file f) {
 
 kv_cache::kv_cache(const config& c) {
   for (index_t l = 0; l < c.layers; ++l) {
-    k.emplace_back(ct::dims{c.context, c.kv_dim()});
+    // Keys position-last ([kv_dim, context]): the scores product reads a head's keys as a
+    // row-contiguous B in place, where the position-first layout's column-major B was packed
+    // on every call (a tenth of a token's time in the Llama bench's generation).
+    k.emplace_back(ct::dims{c.kv_dim(), c.context});
     v.emplace_back(ct::dims{c.context, c.kv_dim()});
   }
 }
@@ -161,17 +164,18 @@ ct::tensor<float> forward(const model& m, kv_cache& cache, const std::vector<std
     const auto q = rope(w.q.times_transpose(h, m.mode), c.heads, hd, cos, sin);
     const auto k = rope(w.k.times_transpose(h, m.mode), c.kv_heads, hd, cos, sin);
     const auto v = w.v.times_transpose(h, m.mode);
-    ct::eval(k.reshape({t, c.kv_dim()}), cache.k[static_cast<std::size_t>(l)].slice(0, p0, len));
+    ct::eval(k.reshape({t, c.kv_dim()}).permute({1, 0}), cache.k[static_cast<std::size_t>(l)].slice(1, p0, len));
     ct::eval(v, cache.v[static_cast<std::size_t>(l)].slice(0, p0, len));
     // Attention for all heads in three calls: batch dimensions [kv_heads, group], the keys
     // and values of a key/value head shared by its group's query heads (grouped-query
     // attention: query head g * group + j reads key/value head g) through a broadcast batch
     // dimension of extent 1.
-    const auto keys = cache.k[static_cast<std::size_t>(l)].slice(0, 0, len).reshape({len, c.kv_heads, 1, hd}).permute({1, 2, 3, 0});
+    const auto keys = cache.k[static_cast<std::size_t>(l)].slice(1, 0, len).reshape({c.kv_heads, 1, hd, len});
     const auto values = cache.v[static_cast<std::size_t>(l)].slice(0, 0, len).reshape({len, c.kv_heads, 1, hd}).permute({1, 2, 0, 3});
     // Queries [kv_heads, group, T, hd]; for one token [kv_heads, 1, group, hd] instead (the same
-    // elements), so each key/value head's product is one matrix of `group` rows, its keys
-    // packed once rather than once per query head.
+    // elements), so each key/value head's product is one matrix of `group` rows, its keys read
+    // once rather than once per query head (in place: a head's keys are a row-contiguous
+    // [hd, len] in the position-last cache).
     const ct::dims order = t == 1 ? ct::dims{1, 0, 2, 3} : ct::dims{1, 2, 0, 3};
     const auto queries = q.reshape({t, c.kv_heads, group, hd}).permute(order);
     const auto scores = ct::matmul(queries, keys);  // [kv_heads, group, T, len] (or [.., 1, group, len])

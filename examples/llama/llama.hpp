@@ -63,7 +63,8 @@ struct model {
 /// or one of the wrong shape, naming it).
 model load(ct::gguf::file f);
 
-/// The keys and values of one sequence's attention, per layer: [context, kv_dim] each.
+/// The keys and values of one sequence's attention, per layer: keys [kv_dim, context] (position
+/// last, so that the scores product reads them in place), values [context, kv_dim].
 struct kv_cache {
   std::vector<ct::tensor<float>> k, v;
   ct::index_t length = 0;  // positions filled
