@@ -233,8 +233,7 @@ qdot_fn simd_qdot(qformat f, bool fused);
 qdot_rows_fn simd_qdot_rows(qformat f, bool fused);
 qdot_multi_fn simd_qdot_multi(qformat f, bool fused);
 // The AVX-512 VNNI kernels (qdot_avx512.cpp; the K formats' in qdot_k_rows_avx512.cpp, the
-// tiles in qdot_tile_avx512.cpp), which
-// qdot_simd.cpp's AVX-512 targets take first:
+// tiles in qdot_tile_avx512.cpp), which qdot_simd.cpp's AVX-512 targets take first:
 // nullptr where the CPU has no AVX-512 VNNI (or is not x86), and a rows form for q8_0, q4_0,
 // q4_K and q6_K.
 qdot_fn avx512_qdot(qformat f, bool fused);

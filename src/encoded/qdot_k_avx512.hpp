@@ -1,6 +1,6 @@
 // src/encoded/qdot_k_avx512.hpp — the q4_K / q6_K building blocks of the AVX-512 VNNI kernels
-// that qdot_k_rows_avx512.cpp (one activation vector) and qdot_multi_avx512.cpp (several) share: a
-// super-block unpacked into registers once (q4_K's heads four super-blocks at a time,
+// that qdot_k_rows_avx512.cpp (one activation vector) and qdot_multi_avx512.cpp (several)
+// share: a super-block unpacked into registers once (q4_K's heads four super-blocks at a time,
 // Q4KHeads4 and Q4KScalesMins4, then Q4KUnpackQuants; Q6KUnpack), its integer dot with one
 // activation super-block (Q4KDotA, Q4KMinDots4; Q6KDot16, Q6KDot), and the horizontal sums.
 // Every integer is exact in int32 (the bounds are in the comments), so only the float steps'

@@ -207,7 +207,7 @@ CT_AVX512_VNNI void Q4KShortRowsIn(const unsigned char* w, std::size_t row_bytes
         const unsigned char* const g = col + 4 * h * row_bytes;
         heads[h] = Q4KHeads4(g, row_bytes);
         const __m512i sm = Q4KScalesMins4(heads[h]);
-        b[h] = _mm512_madd_epi16(_mm512_unpackhi_epi8(sm, _mm512_setzero_si512()), ps);
+        b[h] = _mm512_madd_epi16(Q4KMins4(sm), ps);
 #pragma GCC unroll 4
         for (int i = 0; i < 4; ++i) {
           if constexpr (kPrefetch) ahead_prefetch(g + i * row_bytes, q4_K_bytes, x.prefetch_bytes);

@@ -1,9 +1,9 @@
 // The multi-vector kernels for q4_K / q6_K on x86 CPUs with AVX-512 VNNI (qdot_kernel::multi,
 // qdot.hpp): one weight row against qdot_multi_vectors activation vectors, each super-block
 // unpacked once for all of them, each output the value of the one-vector kernel in
-// qdot_k_rows_avx512.cpp (the portable bits). The K formats have no tile kernel (qdot_tile_avx512.cpp
-// is q8_0 / q4_0); prompt-sized x·wᵀ and W·X with several columns use these. Chosen at run
-// time by qdot_simd.cpp like the row kernels.
+// qdot_k_rows_avx512.cpp (the portable bits). The K formats have no tile kernel
+// (qdot_tile_avx512.cpp is q8_0 / q4_0); prompt-sized x·wᵀ and W·X with several columns use
+// these. Chosen at run time by qdot_simd.cpp like the row kernels.
 #include "src/kernels/fp_contract_off.hpp"  // must stay first
 
 #include <algorithm>
@@ -134,7 +134,8 @@ CT_AVX512_VNNI void QDotQ4KMulti(const unsigned char* w, std::size_t row_bytes, 
         Q4KMultiBatch<V, true>(row + s * q4_K_bytes, s, 8, xs, pick, m, f);
       else
         Q4KMultiBatch<V, false>(row + s * q4_K_bytes, s, n, xs, pick, m, f);
-      asm volatile("" ::: "memory");  // read back from memory (qdot_k_rows_avx512.cpp's BatchRowsIn says why)
+      // read back from memory (qdot_k_rows_avx512.cpp's BatchRowsIn says why)
+      asm volatile("" ::: "memory");
       for (int i = 0; i < n; ++i)
         for (int v = 0; v < V; ++v) {
           acc[v] = mm::muladd<kFused>(m[v][i], f[v][i], acc[v]);
@@ -172,7 +173,8 @@ CT_AVX512_VNNI void QDotQ6KMulti(const unsigned char* w, std::size_t row_bytes, 
         _mm256_store_ps(m[v], _mm256_mul_ps(_mm256_loadu_ps(xs[v].d + s), d));
         _mm256_store_ps(f[v], _mm256_cvtepi32_ps(Sums8x16(t[v])));
       }
-      asm volatile("" ::: "memory");  // read back from memory (qdot_k_rows_avx512.cpp's BatchRowsIn says why)
+      // read back from memory (qdot_k_rows_avx512.cpp's BatchRowsIn says why)
+      asm volatile("" ::: "memory");
       for (int i = 0; i < 8; ++i)
         for (int v = 0; v < V; ++v) acc[v] = mm::muladd<kFused>(m[v][i], f[v][i], acc[v]);
     }

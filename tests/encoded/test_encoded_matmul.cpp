@@ -197,13 +197,13 @@ TEST_CASE("quantized mode: the simd kernels give the portable kernels' bits, for
   // 69 blocks: four whole groups of 16 and a tail (the AVX-512 kernel's pipelined loop; 67 rows
   // go there as two runs, a row of each taken together group by group, the second run a row
   // shorter, so the first run's last row goes alone); 32 and 45 blocks: the same loop without a
-  // tail, and with a tail of 13 (more than one register of two rows' tails). 17 and 24 blocks: tails of
-  // 1 and 8, which the AVX-512 kernel sums two rows at a time (67 rows: 33 pairs and a last row
-  // alone).
+  // tail, and with a tail of 13 (more than one register of two rows' tails). 17 and 24 blocks:
+  // tails of 1 and 8, which the AVX-512 kernel sums two rows at a time (67 rows: 33 pairs and a
+  // last row alone).
   for (const auto& [name, row_blocks] : {std::pair<const char*, index_t>{"q8_0", 21}, {"q8_0", 29}, {"q8_0", 69}, {"q8_0", 17},
                                          {"q8_0", 24}, {"q8_0", 45}, {"q4_0", 32}, {"q4_0", 21}, {"q4_0", 29},
-                                         {"q4_0", 69}, {"q4_0", 17},
-                                         {"q4_0", 24}, {"q4_K", 3}, {"q4_K", 4}, {"q4_K", 5}, {"q4_K", 11}, {"q4_K", 16}, {"q6_K", 3}, {"q6_K", 11}, {"q6_K", 16}}) {
+                                         {"q4_0", 69}, {"q4_0", 17}, {"q4_0", 24}, {"q4_K", 3}, {"q4_K", 4}, {"q4_K", 5},
+                                         {"q4_K", 11}, {"q4_K", 16}, {"q6_K", 3}, {"q6_K", 11}, {"q6_K", 16}}) {
     INFO(name << ", " << row_blocks << " blocks per row");
     const ct::format f = ct::find_format(name);
     const index_t k = row_blocks * f.block_elements();
