@@ -13,6 +13,7 @@
 #include <memory>
 #include <utility>
 
+#include "src/exec/wake_meter.hpp"
 #include "src/exec/work_sharing.hpp"
 
 namespace ct::detail {
@@ -26,12 +27,17 @@ class job_board {
   /// Helpers lingering right now (a hint: one may time out a moment later).
   int waiting() const noexcept { return waiting_.load(); }
 
+  /// How long lingering helpers took to start on an offered job.
+  wake_meter& wake() noexcept { return wake_; }
+
   /// Offers job to the lingering helpers, replacing any earlier offer.
   void offer(std::shared_ptr<shared_ranges> job) {
     std::shared_ptr<shared_ranges> old;  // released outside the lock
+    const auto now = std::chrono::steady_clock::now();
     {
       spin_lock lock(busy_);
       old = std::exchange(job_, std::move(job));
+      offered_at_ = now;
       generation_.fetch_add(1, std::memory_order_release);
     }
   }
@@ -57,12 +63,15 @@ class job_board {
     for (unsigned spin = 1;; ++spin) {
       if (generation_.load(std::memory_order_acquire) != seen) {
         std::shared_ptr<shared_ranges> job;
+        std::chrono::steady_clock::time_point offered;
         {
           spin_lock lock(busy_);
           job = job_;
+          offered = offered_at_;
           seen = generation_.load(std::memory_order_relaxed);
         }
         if (job) {
+          wake_.note(std::chrono::steady_clock::now() - offered);
           waiting_.fetch_sub(1);
           job->help();
           waiting_.fetch_add(1);
@@ -94,6 +103,8 @@ class job_board {
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<bool> busy_{false};
   std::shared_ptr<shared_ranges> job_;
+  std::chrono::steady_clock::time_point offered_at_;  // guarded by busy_, like job_
+  wake_meter wake_;
 };
 
 }  // namespace ct::detail

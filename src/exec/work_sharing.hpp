@@ -18,9 +18,11 @@ namespace ct::detail {
 
 class shared_ranges {
  public:
-  /// max_helpers: how many helpers may join over the job's life (besides the caller).
-  shared_ranges(index_t count, index_t chunk, range_callback callback, index_t max_helpers) noexcept
-      : count_(count), chunk_(chunk), callback_(callback), seats_(max_helpers) {}
+  /// Groups [start, count) are handed out in chunks (the caller ran [0, start) before
+  /// anybody was invited); max_helpers: how many helpers may join over the job's life
+  /// (besides the caller).
+  shared_ranges(index_t start, index_t count, index_t chunk, range_callback callback, index_t max_helpers) noexcept
+      : count_(count), chunk_(chunk), callback_(callback), next_(start), seats_(max_helpers) {}
 
   /// Run by a helper: joins unless the caller already closed the job or every helper seat is
   /// taken, then claims chunks.
@@ -29,15 +31,6 @@ class shared_ranges {
     if (!enter()) return;
     work();
     leave();
-  }
-
-  /// Run by the caller before anybody else can join: runs groups [0, n) (n <= count) as one
-  /// range; the chunks handed out afterwards start at n. Returns the groups left (0 also
-  /// after a failure).
-  index_t run_first(index_t n) noexcept {
-    next_.store(n);
-    run(0, n);
-    return failed_.load(std::memory_order_relaxed) ? 0 : count_ - n;
   }
 
   /// Run by the caller: claims chunks until none are left, waits for every helper that
@@ -100,7 +93,7 @@ class shared_ranges {
 
   const index_t count_, chunk_;
   const range_callback callback_;
-  std::atomic<index_t> next_{0};
+  std::atomic<index_t> next_;
   std::atomic<index_t> seats_;  // helper seats left
   std::atomic<bool> failed_{false};
   std::atomic<std::uint64_t> gate_{0};  // helpers inside * 2, plus closed_bit

@@ -118,7 +118,7 @@ TEST_CASE("contract §6: asio_executor options: serial threshold and minimum chu
     CHECK(got == std::vector<std::pair<index_t, index_t>>{{0, 99}});
   }
   {
-    ct::asio_options o;
+    ct::asio_options o = ct_test::sharing();  // a call kept on the caller runs as two ranges
     o.min_chunk = 10;
     std::mutex m;
     std::vector<std::pair<index_t, index_t>> got;
@@ -173,7 +173,8 @@ TEST_CASE("asio_executor: chunks of at least the callback's grain, at least one 
 
 // asio_options::solo_below: a call whose remaining work, estimated from the caller's first
 // quarter chunk, is shorter runs on the caller alone and posts nothing (a posted helper would
-// start only after the pool's wake-up); a longer one is shared; zero always shares.
+// start only after the pool's wake-up), its rest as one range; a longer one is shared; zero
+// always shares.
 TEST_CASE("asio_executor: short calls run on the caller alone and long ones are shared", "[executor]") {
   boost::asio::thread_pool pool(2);
   auto others_in = [&](ct::asio_options o, index_t count, std::chrono::microseconds per_group) {
@@ -199,6 +200,13 @@ TEST_CASE("asio_executor: short calls run on the caller alone and long ones are 
   ct::asio_options patient;
   patient.solo_below = 10s;
   for (int round = 0; round < 20; ++round) CHECK(others_in(patient, 48, 0us) == 0);
+  {
+    // 48 groups, 3 participants: chunks of 1, so the probe is one group, and the rest one range.
+    std::vector<std::pair<index_t, index_t>> got;
+    ct::executor_scope scope(ct::asio_executor(pool, 3, patient));
+    ct::parallel_for(48, [&](index_t s, index_t e) { got.emplace_back(s, e); });  // one thread
+    CHECK(got == std::vector<std::pair<index_t, index_t>>{{0, 1}, {1, 48}});
+  }
   // ~19 ms: the helpers join. On a loaded machine a posted helper may not get a core within
   // one such call (the pool's threads wait for the scheduler), so a few calls may be needed.
   int joined = 0;
@@ -213,6 +221,54 @@ TEST_CASE("asio_executor: short calls run on the caller alone and long ones are 
   bad.solo_below = std::chrono::nanoseconds(-1);
   CHECK_THROWS_AS(ct::asio_executor(pool, 2, bad), ct::error);
   pool.join();
+}
+
+// The measured part of the rule: a call is shared only when its rest is also at least twice
+// the time the executor's posted helpers have been taking to start. Here the "pool" starts
+// each job 2 ms after it is posted, on a thread of its own (an extreme wake-up), and the
+// executor counts the posts it makes.
+TEST_CASE("sharing_executor: calls shorter than twice the measured helper start-up stay on the caller",
+          "[executor]") {
+  std::mutex m;
+  std::vector<std::thread> threads;
+  std::atomic<int> posts{0};
+  auto post = [&](ct::pool_job job) {
+    posts++;
+    std::lock_guard<std::mutex> lock(m);
+    threads.emplace_back([job = std::move(job)] {
+      std::this_thread::sleep_for(2ms);
+      job();
+    });
+  };
+  const ct::executor exec = ct::sharing_executor(2, post);  // default options: solo_below 8 µs
+  auto call = [&](std::chrono::microseconds per_group) {
+    coverage c(64);
+    ct::executor_scope scope(exec);
+    ct::parallel_for(64, [&](index_t s, index_t e) {
+      c.mark(s, e);
+      const auto until = std::chrono::steady_clock::now() + (e - s) * per_group;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    });
+    CHECK(c.exactly_once());
+  };
+  // Nothing measured yet: a call of ~6 ms is shared (its helper arrives after 2 ms).
+  call(100us);
+  CHECK(posts.load() == 1);
+  // Wait for that helper, then the estimate holds its start-up: at least 2 ms, counted as at
+  // most wake_meter's cap of 250 µs. A call of ~0.2 ms (far above solo_below) is kept on the
+  // caller now, and each such call lowers the estimate by only 1/128. (One of the five may
+  // still be shared: the estimate comes from the call's first group, and a thread preempted
+  // there on a loaded machine makes the call look long.)
+  for (auto& t : threads) t.join();
+  threads.clear();
+  for (int i = 0; i < 5; ++i) call(3us);
+  CHECK(posts.load() <= 2);
+  // A long call still goes to the helpers.
+  const int before = posts.load();
+  call(100us);
+  CHECK(posts.load() == before + 1);
+  for (auto& t : threads) t.join();
 }
 
 // asio_options::linger: helpers poll for the next call instead of returning their thread at

@@ -31,11 +31,16 @@ struct asio_options {
   /// sleeping or running other pool tasks, for up to `linger` after each call.
   std::chrono::microseconds linger{0};
   /// Calls whose remaining work, estimated from the caller's first quarter chunk, is shorter
-  /// than this run on the caller alone: nothing is posted. (Not applied to a callback with a
-  /// grain above one, range_callback::grain: every range of it is costly, so the call is long.) A posted helper starts only after
-  /// the pool's wake-up (~25 µs on the benchmark VM), so a shorter call cannot gain from it
-  /// and would pay for the post (1–4 µs, a futex wake) — softmax 4x16 cost 3.4 µs more per
-  /// call through a two-worker pool without this, 0.2–0.3 µs with it. Zero: always share.
+  /// than this run on the caller alone: nothing is posted, and the rest runs as one range.
+  /// (Not applied to a callback with a grain above one, range_callback::grain: every range of
+  /// it is costly, so the call is long.) On top of it the executor measures how long its
+  /// helpers take to start after being invited (the pool's wake-up, ~25 µs on the benchmark
+  /// VM; within a microsecond for a lingering helper) and also keeps calls shorter than twice
+  /// that on the caller: a later helper cannot take a fair share and the invitation still
+  /// costs the caller (a futex wake, 1–4 µs). Softmax 4x16 cost 3.4 µs more per call through a
+  /// two-worker pool without this, 0.2–0.3 µs with it; Llama-100M q4_0 generation with two
+  /// workers went from 1.3–1.6x one worker's time per token to 0.95–0.99x (docs/executor.md).
+  /// Zero: always share (and measure nothing).
   std::chrono::nanoseconds solo_below{8000};
 };
 
@@ -46,12 +51,14 @@ using pool_job = std::function<void()>;
 /// An executor running ranges on `workers` participants: the calling thread plus up to
 /// workers - 1 helper jobs given to `post`. Participants claim chunks dynamically: about
 /// options.chunks_per_worker per participant, fewer (but at least one each) when they would be
-/// smaller than the callback's grain (range_callback::grain). The caller
-/// runs a quarter of the first chunk before posting; when the rest, estimated from it, is
-/// shorter than options.solo_below the call runs on the caller alone (nothing is posted). The
-/// call returns after every callback that started has finished, then rethrows the first error.
-/// It never waits for a posted job that has not started, so calling it from one of the pool's
-/// own threads (even a one-thread pool) cannot deadlock: the caller then does the work itself.
+/// smaller than the callback's grain (range_callback::grain). The caller runs a quarter of the
+/// first chunk before posting (and pieces twice as large while that one was too short to
+/// judge, under 2 µs); when the rest, estimated from it, is shorter than options.solo_below or
+/// than twice the measured start-up of its helpers, the call runs on the caller alone (nothing
+/// is posted). The call returns after every callback that started has finished, then rethrows
+/// the first error. It never waits for a posted job that has not started, so calling it from
+/// one of the pool's own threads (even a one-thread pool) cannot deadlock: the caller then
+/// does the work itself.
 /// With options.linger, helpers lingering from an earlier call of this executor (or a copy of
 /// it) take the call first and only the missing helpers are posted.
 /// post must stay callable while the executor (or a copy) exists; a job may run after the
