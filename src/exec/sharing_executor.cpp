@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <new>
 #include <string>
 
 #include "ct/core/error.hpp"
@@ -119,7 +120,15 @@ executor sharing_executor(int workers, std::function<void(pool_job)> post, asio_
         piece = std::min(left, 2 * piece);
       }
     }
-    auto job = std::make_shared<detail::shared_ranges>(done, count, chunk, callback, helpers);
+    // The probe may have written results already, so running out of memory here must not end
+    // the call: without a job there are no helpers, and the caller runs the rest alone.
+    std::shared_ptr<detail::shared_ranges> job;
+    try {
+      job = std::make_shared<detail::shared_ranges>(done, count, chunk, callback, helpers);
+    } catch (const std::bad_alloc&) {
+      callback(done, count);
+      return;
+    }
     if (options.linger.count() == 0) {
       post_helpers(post, posted, helpers, [job] { job->help(); });
       job->run_and_wait();

@@ -18,6 +18,7 @@
 #include "ct/ct.hpp"
 #include "ct/io/gguf.hpp"
 #include "support/allocation_guard.hpp"
+#include "support/asio_options.hpp"
 #include "support/reference.hpp"
 
 namespace {
@@ -111,10 +112,15 @@ TEST_CASE("fault injection: every allocation of an evaluation fails in turn; the
   const auto w = ct::random_uniform<float>({70}, 42, 0.5f, 1.5f);
   const auto bias = ct::random_uniform<float>({70}, 43, -1.0f, 1.0f);
   boost::asio::thread_pool pool(2);
-  for (int threads : {1, 3}) {
+  // Three ways to run: no executor; the Asio adapter with its defaults (these calls are short,
+  // so most stay on the caller); and one that always shares, whose caller runs a first piece,
+  // writing results, before it allocates the call's shared state: a failure there must not
+  // reach the caller (the caller then finishes alone).
+  for (int mode : {0, 1, 2}) {
     std::unique_ptr<ct::executor_scope> scope;
-    if (threads == 3) scope = std::make_unique<ct::executor_scope>(ct::asio_executor(pool, 3));
-    const std::string on = threads == 1 ? " (no executor)" : " (asio, 3 workers)";
+    if (mode == 1) scope = std::make_unique<ct::executor_scope>(ct::asio_executor(pool, 3));
+    if (mode == 2) scope = std::make_unique<ct::executor_scope>(ct::asio_executor(pool, 3, ct_test::sharing()));
+    const std::string on = mode == 0 ? " (no executor)" : mode == 1 ? " (asio, 3 workers)" : " (asio, 3 workers, always sharing)";
     {
       ct::tensor<float> dest({48, 70});
       sweep_eval("softmax" + on, dest, [&](const ct::tensor<float>& d) { ct::eval(ct::softmax(x, -1), d); });
