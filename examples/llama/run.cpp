@@ -45,8 +45,9 @@ int main(int argc, char** argv) {
               << std::chrono::duration<double, std::milli>(clock::now() - t0).count() << " ms\n";
     boost::asio::thread_pool pool(static_cast<std::size_t>(std::max(1, threads - 1)));
     // A generated token is a few hundred short calls (tens of microseconds each): a helper
-    // posted afresh for every call waits on the pool's wake-up, so the helpers linger between
-    // calls instead (docs/executor.md). bench/llama's generate/…/2t_linger measures it.
+    // posted afresh for every call waits on the pool's wake-up (the executor then keeps calls
+    // shorter than twice that on this thread), so the helpers linger between calls instead and
+    // can share them (docs/executor.md). bench/llama's generate/…/2t_linger measures it.
     ct::asio_options options;
     options.linger = std::chrono::microseconds(100);
     ct::executor_scope scope(ct::asio_executor(pool, threads, options));
