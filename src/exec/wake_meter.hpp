@@ -20,24 +20,25 @@ class wake_meter {
   /// count too: they are the ones that show the call was too short for them.
   ///
   /// A delay below the estimate replaces it: the fast starts show what an idle pool costs.
-  /// One above moves it halfway there, so that a few slow starts (a busy pool) raise it soon,
-  /// and a sample counts at most cap_ns, so that one descheduled thread cannot stop sharing
-  /// for long (see decay). Helpers noting at once may lose a sample: harmless for an estimate.
+  /// One above moves it an eighth of the way there (from zero for the first), and a sample
+  /// counts at most cap_ns: one slow start — a fresh pool's first wake-up took 1 ms on the
+  /// benchmark VM, against ~25 µs for the calls after it — must not keep calls of a few hundred
+  /// µs from the helpers; a pool that is slow every time (busy with other work) raises it
+  /// within a few calls. Helpers noting at once may lose a sample: harmless for an estimate.
   void note(std::chrono::nanoseconds delay) noexcept {
     const std::int64_t sample = std::clamp<std::int64_t>(delay.count(), 1, cap_ns);
     const std::int64_t old = ns_.load(std::memory_order_relaxed);
-    ns_.store(old == 0 || sample <= old ? sample : old + (sample - old) / 2, std::memory_order_relaxed);
+    ns_.store(sample <= old ? sample : old + std::max<std::int64_t>(1, (sample - old) / 8), std::memory_order_relaxed);
   }
 
   /// A call was kept from the helpers by this estimate alone. New samples come only from
-  /// calls that invite helpers, so an estimate that is too high (a pool's first wake-up after
-  /// a long idle took 1 ms on the benchmark VM, against ~25 µs after) would otherwise stop all
-  /// sharing for good: each such call lowers it by 1/128, until a call shares and measures.
-  /// (A call near the threshold is then shared about once in ten: the next sample puts the
+  /// calls that invite helpers, so an estimate that is too high would otherwise stop all
+  /// sharing for good: each such call lowers it by 1/256, until a call shares and measures.
+  /// (A call near the threshold is then shared about once in six: the next sample puts the
   /// estimate back.)
   void decay() noexcept {
     const std::int64_t old = ns_.load(std::memory_order_relaxed);
-    if (old > 1) ns_.store(old - old / 128 - 1, std::memory_order_relaxed);
+    if (old > 1) ns_.store(old - old / 256 - 1, std::memory_order_relaxed);
   }
 
   /// The current estimate; zero until a helper has started.
