@@ -241,10 +241,10 @@ TEST_CASE("sharing_executor: calls shorter than twice the measured helper start-
     });
   };
   const ct::executor exec = ct::sharing_executor(2, post);  // default options: solo_below 8 µs
-  auto call = [&](std::chrono::microseconds per_group) {
-    coverage c(64);
+  auto call = [&](index_t count, std::chrono::microseconds per_group) {
+    coverage c(count);
     ct::executor_scope scope(exec);
-    ct::parallel_for(64, [&](index_t s, index_t e) {
+    ct::parallel_for(count, [&](index_t s, index_t e) {
       c.mark(s, e);
       const auto until = std::chrono::steady_clock::now() + (e - s) * per_group;
       while (std::chrono::steady_clock::now() < until) {
@@ -252,24 +252,31 @@ TEST_CASE("sharing_executor: calls shorter than twice the measured helper start-
     });
     CHECK(c.exactly_once());
   };
-  // Nothing measured yet: calls of ~3 ms are shared (each one's helper arrives after 2 ms,
-  // during the call). Each start-up counts as wake_meter's cap of 250 µs, and the estimate
-  // climbs an eighth of the way to it per call: after ten, to about 184 µs.
-  for (int i = 0; i < 10; ++i) call(50us);
-  CHECK(posts.load() == 10);
-  // Wait for the helpers. A call of ~0.2 ms (far above solo_below) is kept on the caller now,
-  // and each such call lowers the estimate by only 1/256. (One of the five may still be shared:
-  // the estimate comes from the call's first group, and a thread preempted there on a loaded
-  // machine makes the call look long.)
-  for (auto& t : threads) t.join();
-  threads.clear();
-  for (int i = 0; i < 5; ++i) call(3us);
-  CHECK(posts.load() <= 11);
+  auto join_helpers = [&] {
+    std::lock_guard<std::mutex> lock(m);
+    for (auto& t : threads) t.join();
+    threads.clear();
+  };
+  // Nothing measured yet: calls of ~3 ms are shared. Each one's helper starts 2 ms after its
+  // post, which counts as wake_meter's cap of 250 µs, and the estimate climbs an eighth of the
+  // way to it per call: after twenty, to about 233 µs. (Each helper is joined before the next
+  // call, so that none is posted behind a queued one, which would not count.)
+  for (int i = 0; i < 20; ++i) {
+    call(64, 50us);
+    join_helpers();
+  }
+  CHECK(posts.load() == 20);
+  // A call of ~0.2 ms (far above solo_below; four groups of 50 µs, so that the estimate from
+  // the first group is not thrown off by the callback's own cost under a sanitizer) is kept on
+  // the caller now, and each such call lowers the estimate by only 1/256. (One of the five may
+  // still be shared: a thread preempted during the first group makes the call look long.)
+  for (int i = 0; i < 5; ++i) call(4, 50us);
+  CHECK(posts.load() <= 21);
   // A long call still goes to the helpers.
   const int before = posts.load();
-  call(100us);
+  call(64, 100us);
   CHECK(posts.load() == before + 1);
-  for (auto& t : threads) t.join();
+  join_helpers();
 }
 
 // asio_options::linger: helpers poll for the next call instead of returning their thread at
