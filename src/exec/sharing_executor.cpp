@@ -57,11 +57,12 @@ executor sharing_executor(int workers, std::function<void(pool_job)> post, asio_
       callback(0, count);
       return;
     }
-    // chunks_per_worker ranges per participant, fewer when that would cut ranges below the
-    // callback's grain — then a multiple of the participants (an odd chunk left over would
-    // run on one of them alone), never fewer than one per participant, and evenly sized: the
-    // grain is a fixed cost per range (a matrix product's pass over B), worth paying once per
-    // worker rather than leaving a worker idle.
+    // The chunk size: chunks_per_worker ranges per participant, fewer when that would cut
+    // ranges below the callback's grain — then a multiple of the participants (an odd chunk
+    // left over would run on one of them alone), never fewer than one per participant, and
+    // evenly sized: the grain is a fixed cost per range (a matrix product's pass over B), worth
+    // paying once per worker rather than leaving a worker idle. Shared calls claim larger
+    // chunks while much is left and shrink to this size (shared_ranges::claim_size).
     const index_t most = static_cast<index_t>(workers) * options.chunks_per_worker;
     const index_t coarse = count / callback.grain();
     const index_t parts = coarse >= most ? most : std::max<index_t>(workers, coarse / workers * workers);

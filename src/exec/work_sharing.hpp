@@ -18,11 +18,11 @@ namespace ct::detail {
 
 class shared_ranges {
  public:
-  /// Groups [start, count) are handed out in chunks (the caller ran [0, start) before
-  /// anybody was invited); max_helpers: how many helpers may join over the job's life
-  /// (besides the caller).
+  /// Groups [start, count) are handed out in chunks of at least `chunk` groups, larger while
+  /// much is left (claim_size; the caller ran [0, start) before anybody was invited);
+  /// max_helpers: how many helpers may join over the job's life (besides the caller).
   shared_ranges(index_t start, index_t count, index_t chunk, range_callback callback, index_t max_helpers) noexcept
-      : count_(count), chunk_(chunk), callback_(callback), next_(start), seats_(max_helpers) {}
+      : count_(count), chunk_(chunk), shares_(2 * (max_helpers + 1)), callback_(callback), next_(start), seats_(max_helpers) {}
 
   /// Run by a helper: joins unless the caller already closed the job or every helper seat is
   /// taken, then claims chunks.
@@ -61,6 +61,17 @@ class shared_ranges {
   }
 
  private:
+  /// The size of the chunk that starts at `start`: a share of what is left (shares_ per job,
+  /// two per participant), never below chunk_ nor past count_. It depends on start alone, so
+  /// the partition is the same whoever claims which chunk. Large chunks first, chunk_ at the
+  /// end: every range costs its callback a fixed start (a fresh pass over its data: a product's
+  /// rows from memory paid ~0.13 us a range, 30% of a 768 x 768 q4_0 product cut into 32), and
+  /// the small last chunks still balance a helper that joins late.
+  index_t claim_size(index_t start) const noexcept {
+    const index_t left = count_ - start;
+    return std::min(left, std::max(chunk_, left / shares_));
+  }
+
   static constexpr std::uint64_t closed_bit = 1, one_helper = 2;
   static constexpr int spin_limit = 20000;  // a few tens of microseconds
 
@@ -75,10 +86,13 @@ class shared_ranges {
     if (gate_.fetch_sub(one_helper) - one_helper == closed_bit) gate_.notify_all();
   }
   void work() noexcept {
+    index_t start = next_.load(std::memory_order_relaxed);
     while (!failed_.load(std::memory_order_relaxed)) {
-      index_t start = next_.fetch_add(chunk_);
       if (start >= count_) return;
-      run(start, std::min(count_, start + chunk_));
+      const index_t end = start + claim_size(start);
+      if (!next_.compare_exchange_weak(start, end)) continue;  // start now holds the current value
+      run(start, end);
+      start = next_.load(std::memory_order_relaxed);
     }
   }
   void run(index_t start, index_t end) noexcept {
@@ -91,7 +105,7 @@ class shared_ranges {
     }
   }
 
-  const index_t count_, chunk_;
+  const index_t count_, chunk_, shares_;
   const range_callback callback_;
   std::atomic<index_t> next_;
   std::atomic<index_t> seats_;  // helper seats left

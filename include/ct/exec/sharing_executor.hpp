@@ -18,9 +18,10 @@ struct asio_options {
   index_t serial_threshold = 2;
   /// The smallest range handed out (groups).
   index_t min_chunk = 1;
-  /// Ranges per participant: more balance uneven groups and late-starting helpers, fewer
-  /// cost less coordination. 16 measured better than 4 on cache-resident softmax/layer norm
-  /// with no loss on large ones (docs/executor.md).
+  /// Sets the smallest chunk, count / (workers * chunks_per_worker) groups: the size the
+  /// chunks shrink to at the end of a call (earlier ones are larger). Finer ends balance
+  /// uneven groups and late-starting helpers. 16 measured better than 4 on cache-resident
+  /// softmax/layer norm with no loss on large ones (docs/executor.md).
   index_t chunks_per_worker = 16;
   /// How long a helper keeps its pool thread after finishing its part of a call, polling for
   /// the next call of the same executor (busy-waiting; at most workers - 1 threads linger).
@@ -49,9 +50,12 @@ struct asio_options {
 using pool_job = std::function<void()>;
 
 /// An executor running ranges on `workers` participants: the calling thread plus up to
-/// workers - 1 helper jobs given to `post`. Participants claim chunks dynamically: about
-/// options.chunks_per_worker per participant, fewer (but at least one each) when they would be
-/// smaller than the callback's grain (range_callback::grain). The caller runs a quarter of the
+/// workers - 1 helper jobs given to `post`. Participants claim chunks dynamically, each a
+/// (2 x participants)-th of the groups not yet claimed, but at least the chunk size: count
+/// over options.chunks_per_worker per participant, larger (but leaving at least one chunk
+/// each) when that would be smaller than the callback's grain (range_callback::grain). So
+/// chunks shrink to that size as the work runs out; the partition depends only on count, the
+/// grain and the options. The caller runs a quarter of the
 /// first chunk before posting (and pieces twice as large while that one was too short to
 /// judge, under 2 µs); when the rest, estimated from it, is shorter than options.solo_below or
 /// than twice the measured start-up of its helpers, the call runs on the caller alone (nothing
