@@ -86,9 +86,11 @@ template <class T>
 index_t gemm_packed_b_size(index_t k, index_t n, index_t brs, index_t bcs, const settings& s);
 
 /// Packs B into out (gemm_packed_b_size elements, 64-byte aligned). Run before scheduling;
-/// afterwards the packed copy is shared read-only by every callback.
+/// afterwards the packed copy is shared read-only by every callback. stream: write the panels
+/// of a row-contiguous B with streaming stores, past the caches (run.cpp says when).
 template <class T>
-void gemm_pack_b(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out, const settings& s);
+void gemm_pack_b(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out, const settings& s,
+                 bool stream = false);
 
 /// gemm_pack_b<float> of a bfloat16 (bf16 true) or float16 B, given as its bits, widened to
 /// float32 as it is packed: the same packed copy gemm_pack_b<float> makes of the widened B,
@@ -117,7 +119,7 @@ T dot(index_t n, const T* x, index_t xs, const T* y, index_t ys, const settings&
 
 #define CT_MM_DECLARE(T)                                                                                   \
   extern template index_t gemm_packed_b_size<T>(index_t, index_t, index_t, index_t, const settings&);     \
-  extern template void gemm_pack_b<T>(index_t, index_t, const T*, index_t, index_t, T*, const settings&); \
+  extern template void gemm_pack_b<T>(index_t, index_t, const T*, index_t, index_t, T*, const settings&, bool); \
   extern template void gemm_rows<T>(const gemm_args<T>&, const T*, index_t, index_t, const settings&);    \
   extern template void gemv_rows<T>(index_t, const T*, index_t, index_t, const T*, index_t, T*, index_t,  \
                                     index_t, index_t, const settings&);                                   \

@@ -114,11 +114,11 @@ index_t gemm_packed_b_size(index_t k, index_t n, index_t brs, index_t bcs, const
 }
 
 template <class T>
-void gemm_pack_b(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out, const settings& s) {
+void gemm_pack_b(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out, const settings& s, bool stream) {
   if (!use_simd(s)) return;
   const index_t rows_budget = budgets_of(s).b_block_bytes;
-  if constexpr (std::is_same_v<T, float>) simd_pack_b_f32(k, n, b, brs, bcs, out, rows_budget);
-  else if constexpr (std::is_same_v<T, double>) simd_pack_b_f64(k, n, b, brs, bcs, out, rows_budget);
+  if constexpr (std::is_same_v<T, float>) simd_pack_b_f32(k, n, b, brs, bcs, out, rows_budget, stream);
+  else if constexpr (std::is_same_v<T, double>) simd_pack_b_f64(k, n, b, brs, bcs, out, rows_budget, stream);
 }
 
 void gemm_pack_b_widened(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs, float* out,
@@ -186,7 +186,7 @@ T dot(index_t n, const T* x, index_t xs, const T* y, index_t ys, const settings&
 
 #define CT_MM_INSTANTIATE(T)                                                                         \
   template index_t gemm_packed_b_size<T>(index_t, index_t, index_t, index_t, const settings&);     \
-  template void gemm_pack_b<T>(index_t, index_t, const T*, index_t, index_t, T*, const settings&); \
+  template void gemm_pack_b<T>(index_t, index_t, const T*, index_t, index_t, T*, const settings&, bool); \
   template void gemm_rows<T>(const gemm_args<T>&, const T*, index_t, index_t, const settings&);    \
   template void gemv_rows<T>(index_t, const T*, index_t, index_t, const T*, index_t, T*, index_t,  \
                              index_t, index_t, const settings&);                                   \

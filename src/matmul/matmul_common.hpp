@@ -74,9 +74,11 @@ index_t simd_packed_b_size_f64(index_t k, index_t n, index_t brs, index_t bcs, c
 void simd_gemm_blocking_f32(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc, index_t& nc);
 void simd_gemm_blocking_f64(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc, index_t& nc);
 // rows_budget: the bytes one block of B's rows may take while packing cuts it into every panel
-// (the B-block budget: they are re-read from L2 once per panel).
-void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out, index_t rows_budget);
-void simd_pack_b_f64(index_t k, index_t n, const double* b, index_t brs, index_t bcs, double* out, index_t rows_budget);
+// (the B-block budget: they are re-read from L2 once per panel). stream: gemm_pack_b's.
+void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out, index_t rows_budget,
+                     bool stream);
+void simd_pack_b_f64(index_t k, index_t n, const double* b, index_t brs, index_t bcs, double* out, index_t rows_budget,
+                     bool stream);
 /// widen: the convert kernel for one contiguous row of n 16-bit values (src/kernels/convert.hpp).
 void simd_pack_b_widened_f32(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs,
                              void (*widen)(const std::uint16_t*, float*, index_t), float* out);

@@ -267,7 +267,8 @@ void pack_b_columns(index_t k, index_t n, const T* b, index_t bcs, T* HWY_RESTRI
 // or memory, against 0.36 by row blocks, on a Xeon guest). rows_budget: the bytes a block's
 // rows may take (they are re-read from L2 for every panel): at most 8 rows, at least 1.
 template <class T>
-void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY_RESTRICT out, index_t rows_budget) {
+void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY_RESTRICT out, index_t rows_budget,
+              bool stream = false) {
   constexpr index_t NR = geom<T>::NR, L = geom<T>::L;
   if (brs == 1 && bcs != 1) return pack_b_columns(k, n, b, bcs, out);
   if (bcs == 1) {
@@ -278,11 +279,19 @@ void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY
     for (index_t p0 = 0; p0 < k; p0 += rb) {
       const index_t pe = std::min(k, p0 + rb);
       for (index_t jr = 0; jr < full; jr += NR) {
-        T* dst = out + (jr / NR) * k * NR + p0 * NR;
-        for (index_t p = p0; p < pe; ++p, dst += NR) {
-          const T* src = b + p * brs + jr;
-          hn::Store(hn::LoadU(d, src), d, dst);
-          hn::Store(hn::LoadU(d, src + L), d, dst + L);
+        T* dst = out + (jr / NR) * k * NR + p0 * NR;  // NR values: whole aligned vectors
+        if (stream) {
+          for (index_t p = p0; p < pe; ++p, dst += NR) {
+            const T* src = b + p * brs + jr;
+            hn::Stream(hn::LoadU(d, src), d, dst);
+            hn::Stream(hn::LoadU(d, src + L), d, dst + L);
+          }
+        } else {
+          for (index_t p = p0; p < pe; ++p, dst += NR) {
+            const T* src = b + p * brs + jr;
+            hn::Store(hn::LoadU(d, src), d, dst);
+            hn::Store(hn::LoadU(d, src + L), d, dst + L);
+          }
         }
       }
       if (full < n) {  // the last panel's nr < NR columns, zero padded
@@ -294,6 +303,7 @@ void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY
         }
       }
     }
+    if (stream) hwy::FlushStream();  // the streamed lines are in memory before any callback reads them
     return;
   }
   for (index_t jr = 0; jr < n; jr += NR) {
@@ -491,8 +501,9 @@ void gemm_rows_t(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r
     mc = bl.mc;                                                                                              \
     nc = bl.nc;                                                                                              \
   }                                                                                                          \
-  void PackB##S(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out, index_t rows_budget) {  \
-    pack_b_t<T>(k, n, b, brs, bcs, out, rows_budget);                                                        \
+  void PackB##S(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* out, index_t rows_budget,    \
+               bool stream) {                                                                                \
+    pack_b_t<T>(k, n, b, brs, bcs, out, rows_budget, stream);                                                \
   }                                                                                                          \
   bool GemmRows##S(const gemm_args<T>& g, const T* packed_b, index_t r0, index_t r1, bool fused,           \
                    const mm_budgets& b) {                                                                    \
@@ -538,11 +549,13 @@ void simd_gemm_blocking_f32(const mm_budgets& b, index_t& mr, index_t& nr, index
 void simd_gemm_blocking_f64(const mm_budgets& b, index_t& mr, index_t& nr, index_t& kc, index_t& mc, index_t& nc) {
   HWY_DYNAMIC_DISPATCH(GemmBlockingF64)(b, mr, nr, kc, mc, nc);
 }
-void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out, index_t rows_budget) {
-  HWY_DYNAMIC_DISPATCH(PackBF32)(k, n, b, brs, bcs, out, rows_budget);
+void simd_pack_b_f32(index_t k, index_t n, const float* b, index_t brs, index_t bcs, float* out, index_t rows_budget,
+                     bool stream) {
+  HWY_DYNAMIC_DISPATCH(PackBF32)(k, n, b, brs, bcs, out, rows_budget, stream);
 }
-void simd_pack_b_f64(index_t k, index_t n, const double* b, index_t brs, index_t bcs, double* out, index_t rows_budget) {
-  HWY_DYNAMIC_DISPATCH(PackBF64)(k, n, b, brs, bcs, out, rows_budget);
+void simd_pack_b_f64(index_t k, index_t n, const double* b, index_t brs, index_t bcs, double* out, index_t rows_budget,
+                     bool stream) {
+  HWY_DYNAMIC_DISPATCH(PackBF64)(k, n, b, brs, bcs, out, rows_budget, stream);
 }
 void simd_pack_b_widened_f32(index_t k, index_t n, const std::uint16_t* b, bool bf16, index_t brs, index_t bcs,
                              void (*widen)(const std::uint16_t*, float*, index_t), float* out) {

@@ -115,18 +115,30 @@ ahead_spans next_piece_spans(const batch_walker& w, const gemm_args<T>& g, const
 
 // B panels are packed once, before scheduling, one copy per batch of b's own (none when the
 // kernels read this B in place); afterwards the callbacks only read them.
+//
+// With an executor bound, a packed B larger than the L2 and used by at least two row blocks
+// is written with streaming stores. Every worker reads all of it, so after one shared call its
+// lines sit in the other workers' caches, and writing the next call's copy through the cache
+// (the thread keeps its block, big_buffer.hpp) first takes each line back from them: with two
+// workers the caller's packing of sgemm 1024³'s 4 MiB B took 5% of the samples (0.69 ms a
+// call, 0.24 on one thread), streamed 2%. On one thread streaming changed nothing there (the
+// first pass over B reads it from memory instead of L3, a few percent of a row block's work).
 template <class T>
-std::vector<detail::big_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k, index_t n, index_t b_batches) {
+std::vector<detail::big_buffer<T>> pack_b_batches(const tensor<T>& b, index_t k, index_t n, index_t b_batches, index_t m) {
   const int rb = b.rank();
   const index_t brs = b.strides()[rb - 2], bcs = b.strides()[rb - 1];
   const settings caller = current_settings();
   const index_t packed_size = gemm_packed_b_size<T>(k, n, brs, bcs, caller);
   std::vector<detail::big_buffer<T>> packed;
   if (packed_size == 0) return packed;
+  const tuning& t = current_tuning();
+  const bool stream = static_cast<bool>(current_executor()) &&
+                      static_cast<std::size_t>(packed_size) * sizeof(T) > t.caches.l2 &&
+                      m >= 2 * static_cast<index_t>(gemm_blocking_for(t, std::is_same_v<T, double>).mc);
   packed.reserve(static_cast<std::size_t>(b_batches));
   for (index_t f = 0; f < b_batches; ++f) {
     packed.emplace_back(packed_size);
-    gemm_pack_b<T>(k, n, b.data() + own_batch_offset(b, f), brs, bcs, packed.back().data(), caller);
+    gemm_pack_b<T>(k, n, b.data() + own_batch_offset(b, f), brs, bcs, packed.back().data(), caller, stream);
   }
   return packed;
 }
@@ -209,7 +221,7 @@ void run_typed(const char* op, const plan& p, tensor<T> a, tensor<T> b, const te
   base.bcs = bcs;
   base.crs = c.strides()[rc - 2];
   base.ccs = c.strides()[rc - 1];
-  const std::vector<detail::big_buffer<T>> packed = pack_b_batches(b, k, n, b_batches);
+  const std::vector<detail::big_buffer<T>> packed = pack_b_batches(b, k, n, b_batches, m);
   // Small products read in place by the SIMD kernels (a batch of them): each piece prefetches
   // the next piece's A rows, B and C rows into L2 while it runs, when both pieces fit the
   // budget of a B block.
