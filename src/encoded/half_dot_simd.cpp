@@ -69,8 +69,7 @@ struct widened_rows {
       std::memcpy(tail[r], rows[r] + 2 * p, static_cast<std::size_t>(2 * (k - p)));
     }
   }
-  template <class M>
-  HWY_INLINE hn::Vec<DF> LoadTail(DF, M, index_t r, index_t, index_t v) const {
+  HWY_INLINE hn::Vec<DF> LoadTail(DF, index_t, index_t r, index_t, index_t v) const {
     return Widen<kBF16>(tail[r] + 2 * v * L);
   }
 };

@@ -212,8 +212,12 @@ template <class D, class F>
 HWY_INLINE hn::Vec<D> InDouble(D d, hn::Vec<D> x, F f) {
   static_assert(sizeof(hn::TFromD<D>) == 4, "for float lanes");
 #if HWY_TARGET == HWY_SCALAR
-  const hn::Rebind<double, D> dd;  // one lane: no halves
-  return hn::DemoteTo(d, f(dd, hn::PromoteTo(dd, x)));
+  // One lane: no halves. Converted by the compiler, not hn::DemoteTo, which on this target
+  // saturates ±inf and out-of-range values to ±FLT_MAX (Highway 1.0.3): gelu(inf) came out
+  // 3.4e38. The vector targets' conversion rounds once like a cast (inf stays inf).
+  const hn::Rebind<double, D> dd;
+  const double y = hn::GetLane(f(dd, hn::PromoteTo(dd, x)));
+  return hn::Set(d, static_cast<float>(y));
 #else
   const hn::Half<D> dh;
   const hn::Repartition<double, D> dd;

@@ -38,7 +38,7 @@ constexpr index_t kDotRows = std::max<index_t>(1, kDotRowsAccumulators / (dot_la
 ///   Load(d, r, p)            the L values of row r from element p (p + L <= k);
 ///   Prefetch(r, p)           the prefetches of row r for the round starting at p;
 ///   BeginTail(p, k)          once, before the last partial round, [p, k);
-///   LoadTail(d, m, r, p, v)  row r's values of that round's vector v, lanes outside m
+///   LoadTail(d, n, r, p, v)  row r's values of that round's vector v, lanes from n on
 ///                            unused (their accumulators are kept).
 template <class T, bool kFused, index_t R, class Source>
 HWY_INLINE void DotRowsInLaneOrder(Source& src, index_t k, const T* HWY_RESTRICT x, T* out) {
@@ -70,10 +70,10 @@ HWY_INLINE void DotRowsInLaneOrder(Source& src, index_t k, const T* HWY_RESTRICT
     for (index_t v = 0; v < NV; ++v) {
       const index_t left = std::clamp<index_t>(k - p - v * L, 0, L);
       const auto m = hn::FirstN(d, static_cast<size_t>(left));
-      const V xv = hn::MaskedLoad(m, d, x + p + v * L);
+      const V xv = LoadFirst(d, x + p + v * L, static_cast<size_t>(left));
 #pragma GCC unroll 16
       for (index_t r = 0; r < R; ++r)
-        acc[r][v] = hn::IfThenElse(m, madd<kFused>(src.LoadTail(d, m, r, p, v), xv, acc[r][v]), acc[r][v]);
+        acc[r][v] = hn::IfThenElse(m, madd<kFused>(src.LoadTail(d, left, r, p, v), xv, acc[r][v]), acc[r][v]);
     }
   }
   // Constant indices throughout (unrolled): a variable index would make the compiler keep

@@ -90,8 +90,9 @@ HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const 
   using V = decltype(hn::Zero(d));
   V c0[MR], c1[MR];
   const bool full = nvalid == 2 * L;
-  const auto m0 = hn::FirstN(d, static_cast<size_t>(std::min(nvalid, L)));
-  const auto m1 = hn::FirstN(d, static_cast<size_t>(nvalid > L ? nvalid - L : 0));
+  const size_t n0 = static_cast<size_t>(std::min(nvalid, L)), n1 = static_cast<size_t>(nvalid > L ? nvalid - L : 0);
+  const auto m0 = hn::FirstN(d, n0);
+  const auto m1 = hn::FirstN(d, n1);
   std::uintptr_t next_line = reinterpret_cast<std::uintptr_t>(b_next);  // integer: may pass the end
   // An A read in place has MR rows lda apart. Naming each row's address costs a register per
   // row, more than x86 has beside the loop's own (the compiler spilled them, three reloads
@@ -150,8 +151,8 @@ HWY_NOINLINE void micro(index_t kc, const T* HWY_RESTRICT a, index_t lda, const 
 #pragma GCC unroll 16
       for (index_t i = 0; i < MR; ++i) {
         if (add) {
-          c0[i] = hn::Add(hn::MaskedLoad(m0, d, c + i * ldc), c0[i]);
-          c1[i] = hn::Add(hn::MaskedLoad(m1, d, c + i * ldc + L), c1[i]);
+          c0[i] = hn::Add(LoadFirst(d, c + i * ldc, n0), c0[i]);
+          c1[i] = hn::Add(LoadFirst(d, c + i * ldc + L, n1), c1[i]);
         }
         hn::BlendedStore(c0[i], m0, d, c + i * ldc);
         hn::BlendedStore(c1[i], m1, d, c + i * ldc + L);

@@ -27,6 +27,22 @@ constexpr index_t kMR = 12;
 constexpr index_t kMR = 6;
 #endif
 
+/// Lanes [0, count) of p and zeros after them, reading nothing past p + count (count <= the
+/// lanes of d). Highway 1.0.3's MaskedLoad reads a whole vector on SSSE3, SSE4 and the scalar
+/// target (a mask applied to an aligned Load): at an unaligned p that faults on SSSE3 / SSE4,
+/// and at the end of a buffer it reads past it. AVX2 and AVX-512 have masked loads that touch
+/// only the selected lanes; elsewhere the lanes go through a small zeroed buffer.
+template <class D>
+HWY_INLINE hn::Vec<D> LoadFirst(D d, const hn::TFromD<D>* HWY_RESTRICT p, size_t count) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  return hn::MaskedLoad(hn::FirstN(d, count), d, p);
+#else
+  alignas(64) hn::TFromD<D> lanes[hn::MaxLanes(D())] = {};
+  for (size_t i = 0; i < count; ++i) lanes[i] = p[i];
+  return hn::Load(d, lanes);
+#endif
+}
+
 // Register and cache blocking of this target for element type T.
 template <class T>
 struct geom {

@@ -44,9 +44,9 @@ struct plain_rows {
     if constexpr (dot_lanes<T> * sizeof(T) > 64) hwy::Prefetch(rows[r] + p + ahead + 64 / sizeof(T));
   }
   HWY_INLINE void BeginTail(index_t, index_t) const {}
-  template <class D, class M>
-  HWY_INLINE hn::Vec<D> LoadTail(D d, M m, index_t r, index_t p, index_t v) const {
-    return hn::MaskedLoad(m, d, rows[r] + p + v * geom<T>::L);
+  template <class D>
+  HWY_INLINE hn::Vec<D> LoadTail(D d, index_t n, index_t r, index_t p, index_t v) const {
+    return LoadFirst(d, rows[r] + p + v * geom<T>::L, static_cast<size_t>(n));
   }
 };
 
@@ -112,10 +112,10 @@ HWY_INLINE void axpy_rows(index_t w, const T* HWY_RESTRICT xq, const T* const* r
     hn::StoreU(s, d, acc + j);
   }
   if (j < w) {
-    const auto m = hn::FirstN(d, static_cast<size_t>(w - j));
-    V s = hn::MaskedLoad(m, d, acc + j);
-    for (index_t q = 0; q < Q; ++q) s = madd<kFused>(xs[q], hn::MaskedLoad(m, d, rows[q] + j), s);
-    hn::BlendedStore(s, m, d, acc + j);
+    const size_t n = static_cast<size_t>(w - j);
+    V s = LoadFirst(d, acc + j, n);
+    for (index_t q = 0; q < Q; ++q) s = madd<kFused>(xs[q], LoadFirst(d, rows[q] + j, n), s);
+    hn::BlendedStore(s, hn::FirstN(d, n), d, acc + j);  // stores the selected lanes only, on every target
   }
 }
 

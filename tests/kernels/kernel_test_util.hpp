@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../../src/kernels/detail.hpp"
 #include "../../src/kernels/kernels.hpp"
 
 namespace ct_test_kernels {
@@ -21,6 +22,12 @@ inline std::vector<ct::settings> all_settings() {
           {ct::backend::simd, ct::fma_policy::fused},
           {ct::backend::simd, ct::fma_policy::separate}};
 }
+
+/// Whether the simd kernels dispatch to a target with FMA hardware (AVX2 and the AVX-512 ones
+/// here). On the others (SSSE3, SSE4, the scalar target: a CPU without FMA, or CT_SIMD_TARGET)
+/// Highway's MulAdd rounds twice, and the simd transcendentals give the same results under both
+/// FMA policies (docs/kernels.md).
+inline bool simd_has_fma() { return std::string(k::simd_target()).rfind("AVX", 0) == 0; }
 
 inline std::string describe(const ct::settings& s) {
   return std::string(s.backend == ct::backend::scalar ? "scalar" : "simd") + "/" +

@@ -148,9 +148,14 @@ TEST_CASE("simd transcendentals differ between FMA policies yet each is determin
       }
       return differ;
     };
-    INFO("op " << int(p.op));
-    CHECK(count_differences(0.0) > 0);
-    if (p.with_float) CHECK(count_differences(0.0f) > 0);
+    INFO("op " << int(p.op) << ", target " << k::simd_target());
+    if (ct_test_kernels::simd_has_fma()) {
+      CHECK(count_differences(0.0) > 0);
+      if (p.with_float) CHECK(count_differences(0.0f) > 0);
+    } else {  // no FMA hardware: both policies round twice, the same results
+      CHECK(count_differences(0.0) == 0);
+      CHECK(count_differences(0.0f) == 0);
+    }
   }
 }
 

@@ -352,8 +352,9 @@ TEST_CASE("erf and erfc: the FMA policy reaches the polynomials, each result det
       }
       return differ;
     };
-    INFO(fn_name(complement));
-    CHECK(count_differences(0.0) > 0);
-    CHECK(count_differences(0.0f) > 0);
+    INFO(fn_name(complement) << ", target " << k::simd_target());
+    const bool differ = ct_test_kernels::simd_has_fma();  // else both policies round twice
+    CHECK((count_differences(0.0) > 0) == differ);
+    CHECK((count_differences(0.0f) > 0) == differ);
   }
 }

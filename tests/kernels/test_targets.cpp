@@ -41,6 +41,10 @@ void check_special_values() {
       {unary_op::log1p, -1, -inf},  {unary_op::sin, inf, nan},     {unary_op::sin, -T(0), -T(0)},
       {unary_op::tanh, -inf, -1},   {unary_op::sigmoid, -inf, 0},  {unary_op::relu, nan, nan},
       {unary_op::gelu, -inf, -T(0)}, {unary_op::silu, -inf, -T(0)}, {unary_op::cos, 0, 1},
+      // +inf through the float ops evaluated in double (the scalar target's conversion back to
+      // float had saturated it to the largest float), and silu / sigmoid at +inf
+      {unary_op::gelu, inf, inf},   {unary_op::silu, inf, inf},    {unary_op::sigmoid, inf, 1},
+      {unary_op::exp, T(1000), inf}, {unary_op::square, inf, inf},
   };
   for (const auto& s : simd_settings()) {
     for (const auto& c : cases) {
