@@ -279,22 +279,20 @@ void pack_b_t(index_t k, index_t n, const T* b, index_t brs, index_t bcs, T* HWY
     const index_t rb = std::clamp<index_t>(rows_budget / std::max<index_t>(row_bytes, 1), 1, 8);
     for (index_t p0 = 0; p0 < k; p0 += rb) {
       const index_t pe = std::min(k, p0 + rb);
-      for (index_t jr = 0; jr < full; jr += NR) {
-        T* dst = out + (jr / NR) * k * NR + p0 * NR;  // NR values: whole aligned vectors
-        if (stream) {
+      // The rows' full panels, written by put (an ordinary or a streaming store; the choice is
+      // made once, outside the loop). dst holds NR values: whole aligned vectors.
+      const auto full_panels = [&](auto put) HWY_ATTR {
+        for (index_t jr = 0; jr < full; jr += NR) {
+          T* dst = out + (jr / NR) * k * NR + p0 * NR;
           for (index_t p = p0; p < pe; ++p, dst += NR) {
             const T* src = b + p * brs + jr;
-            hn::Stream(hn::LoadU(d, src), d, dst);
-            hn::Stream(hn::LoadU(d, src + L), d, dst + L);
-          }
-        } else {
-          for (index_t p = p0; p < pe; ++p, dst += NR) {
-            const T* src = b + p * brs + jr;
-            hn::Store(hn::LoadU(d, src), d, dst);
-            hn::Store(hn::LoadU(d, src + L), d, dst + L);
+            put(hn::LoadU(d, src), dst);
+            put(hn::LoadU(d, src + L), dst + L);
           }
         }
-      }
+      };
+      if (stream) full_panels([&](auto v, T* at) HWY_ATTR { hn::Stream(v, d, at); });
+      else full_panels([&](auto v, T* at) HWY_ATTR { hn::Store(v, d, at); });
       if (full < n) {  // the last panel's nr < NR columns, zero padded
         const index_t nr = n - full;
         T* dst = out + (full / NR) * k * NR + p0 * NR;
