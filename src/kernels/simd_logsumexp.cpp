@@ -62,25 +62,6 @@ HWY_INLINE hn::Mask<D> LaneRange(D d, int first, int begin, int end) {
                                    hn::Lt(lane, hn::Set(di, static_cast<TI>(end)))));
 }
 
-/// ok && v <= limit, lane by lane (the block test of LseRoundsOf). AVX-512 does it in one
-/// compare under the mask ok, where And(ok, Le(v, limit)) is a compare and a mask AND on the
-/// vector ports: one operation of the ~17 per vector of the fast rounds. False for a NaN v.
-template <class D>
-HWY_INLINE hn::Mask<D> AndLe(D d, hn::Mask<D> ok, hn::Vec<D> v, hn::Vec<D> limit) {
-  (void)d;  // (the mask's type)
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-  hn::Mask<D> r;
-  if constexpr (std::is_same_v<decltype(v.raw), __m512>) {
-    r.raw = _mm512_mask_cmp_ps_mask(ok.raw, v.raw, limit.raw, _CMP_LE_OQ);
-    return r;
-  } else if constexpr (std::is_same_v<decltype(v.raw), __m512d>) {
-    r.raw = _mm512_mask_cmp_pd_mask(ok.raw, v.raw, limit.raw, _CMP_LE_OQ);
-    return r;
-  }
-#endif
-  return hn::And(ok, hn::Le(v, limit));
-}
-
 /// The general step for one vector v of lanes [first, first + N): every rule of lse_state,
 /// applied to the lanes in [begin, end) only when kMasked (the others keep m, s and p).
 /// m: references, s: the lanes' sums (kParts double vectors), p: the partial sums (T).
@@ -228,24 +209,62 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
     done = LseRoundByRound<kFused, T>(mx, sm, px, x + from, to - from, done, ahead);
     st.Load(mx, sm, px);
   };
-  // Whole blocks of lse_block_rounds rounds test every element against its limit first, with
-  // one branch, and then run the fast steps of the block back to back (a block that fails
-  // goes round by round, as above). Each lane sees the same operations either way; the branch
-  // per vector and exp's overflow clamp (x - m <= 8 here) had cost 21% of the loop.
+  // Whole blocks of lse_block_rounds rounds take the fast steps for every element only if no
+  // element is above its lane's limit (and none is NaN); a block that fails goes round by
+  // round, as above. Each lane sees the same operations either way; the branch per vector and
+  // exp's overflow clamp (x - m <= 8 here) had cost 21% of the loop.
   constexpr index_t kBlock = reduce_lanes * lse_block_rounds;
   static_assert(lse_block_rounds >= 2, "block_from(i, 1) takes the rounds after a block's first");
-  // Rounds kFirst.. of the block at x + at: all tested first, then the fast steps back to back,
-  // or round by round if any element fails.
+  // Rounds kFirst.. of the block at x + at.
   const auto block_from = [&](index_t at, auto first) HWY_ATTR __attribute__((always_inline)) {
     constexpr size_t kFirst = decltype(first)::value * kVecs;  // the first vector
     if (ahead > 0) PrefetchAhead<kBlock * sizeof(T)>(x + at, ahead);
+#if CT_KERNELS_HAVE_SCALEF
+    // AVX-512: the fast steps run first, into copies of the partials, and the block is tested
+    // after them: the largest element of each reference vector against its limit (a tree of
+    // maxima on the adding ports, where a compare per vector competed with exp's FMAs: 7.5 ->
+    // 6.8 cycles per 16 floats in L1 on the Zen 5 guest), and the partials for NaN. The maxima
+    // may drop a NaN (x86 max returns its second operand), but exp passes one on (x is never
+    // clamped here: ExpClamp), so a NaN element leaves a NaN partial; with every element at
+    // most its limit and the references finite nothing else makes one. The test accepts
+    // exactly the blocks the element-by-element test did, and a block that fails leaves the
+    // state as it was.
+    V top[kVecs], pb[kVecs];
+    HWY_UNROLL(16)
+    for (size_t j = 0; j < kVecs; ++j) {
+      pb[j] = p[j];
+      top[j] = hn::Set(d, -std::numeric_limits<T>::infinity());
+    }
+    // A loop over the rounds, not unrolled: fully unrolled, g++ 12 computed the block's exps
+    // first and added them up after, spilling them (the partial sums' order held it).
+    HWY_UNROLL(1)
+    for (size_t r = decltype(first)::value; r < lse_block_rounds; ++r) {
+      HWY_UNROLL(16)
+      for (size_t j = 0; j < kVecs; ++j) {
+        const V v = hn::LoadU(d, x + at + (r * kVecs + j) * N);
+        top[j] = hn::Max(top[j], v);
+        pb[j] = hn::Add(pb[j], Exp<kFused, true>(d, hn::Sub(v, m[j])));
+      }
+    }
+    auto ok = hn::And(hn::Le(top[0], limit[0]), hn::Eq(pb[0], pb[0]));
+    HWY_UNROLL(16)
+    for (size_t j = 1; j < kVecs; ++j) ok = hn::And(ok, hn::And(hn::Le(top[j], limit[j]), hn::Eq(pb[j], pb[j])));
+    if (HWY_UNLIKELY(!st.finite || !hn::AllTrue(d, ok))) {
+      rounds(at + decltype(first)::value * reduce_lanes, at + kBlock);
+      return;
+    }
+    HWY_UNROLL(16)
+    for (size_t j = 0; j < kVecs; ++j) p[j] = pb[j];
+#else
+    // Elsewhere every element is tested first, with one branch, and then the fast steps run
+    // back to back (without vscalef, exp on a NaN needs its NaN select: the test goes first).
     // one chain of tests per reference vector, joined at the end (short dependency chains)
     hn::Mask<typename P::DT> ok[kVecs];
     HWY_UNROLL(16)
     for (size_t j = 0; j < kVecs; ++j) ok[j] = hn::Le(hn::LoadU(d, x + at + (kFirst + j) * N), limit[j]);
     HWY_UNROLL(16)
     for (size_t k = kFirst + kVecs; k < kVecs * lse_block_rounds; ++k)
-      ok[k % kVecs] = AndLe(d, ok[k % kVecs], hn::LoadU(d, x + at + k * N), limit[k % kVecs]);
+      ok[k % kVecs] = hn::And(ok[k % kVecs], hn::Le(hn::LoadU(d, x + at + k * N), limit[k % kVecs]));
     HWY_UNROLL(16)
     for (size_t j = 1; j < kVecs; ++j) ok[0] = hn::And(ok[0], ok[j]);
     if (HWY_UNLIKELY(!st.finite || !hn::AllTrue(d, ok[0]))) {
@@ -255,6 +274,7 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
     HWY_UNROLL(16)
     for (size_t k = kFirst; k < kVecs * lse_block_rounds; ++k)
       p[k % kVecs] = hn::Add(p[k % kVecs], Exp<kFused, true>(d, hn::Sub(hn::LoadU(d, x + at + k * N), m[k % kVecs])));
+#endif
     HWY_UNROLL(16)
     for (size_t j = 0; j < kVecs; ++j) Flush<T>(s + j * P::kParts, p[j]);
     done = 0;
