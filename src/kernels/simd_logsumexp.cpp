@@ -62,6 +62,70 @@ HWY_INLINE hn::Mask<D> LaneRange(D d, int first, int begin, int end) {
                                    hn::Lt(lane, hn::Set(di, static_cast<TI>(end)))));
 }
 
+#if CT_KERNELS_HAVE_SCALEF
+/// The least x - m for which ExpNormal's result is normal (e^x above 2^-126 / 2^-1022).
+template <class T>
+inline constexpr T lse_normal_min = sizeof(T) == 4 ? T(-87) : T(-708);
+
+/// Exp<true, true>(x) for x in [lse_normal_min, lse_headroom] (normal results), with the power
+/// of two added to the table entry's exponent field (three integer operations) instead of a
+/// multiply and a vscalef of the result (two operations on the FMA ports and a compare):
+/// tab * 2^n is exact, and fma(tab * 2^n, p, tab * 2^n) rounds once to a normal number, so it
+/// is 2^n * fma(tab, p, tab): the same bits. Only with fused FMAs: a separate multiply
+/// tab * 2^n * p could round into the subnormal range where tab * p did not.
+template <class D>
+HWY_INLINE hn::Vec<D> ExpNormal(D d, hn::Vec<D> x) {
+  constexpr bool kFused = true;
+  using T = hn::TFromD<D>;
+  using C = exp_constants<T>;
+  using E = exp_table<T>;
+  constexpr T n = T(1 << E::bits);
+  const hn::RebindToSigned<D> di;
+  using TI = hn::TFromD<decltype(di)>;
+  const auto shifter = Shifter(d);
+  const auto t = Fma<kFused>(x, hn::Set(d, E::inv_step), shifter);
+  const auto k = hn::Sub(t, shifter);
+  auto r = Fnma<kFused>(k, hn::Set(d, C::ln2_hi / n), x);
+  r = Fnma<kFused>(k, hn::Set(d, C::ln2_lo / n), r);
+  hn::Vec<D> q;
+  if constexpr (sizeof(T) == 4)
+    q = Fma<kFused>(hn::Set(d, T(1.0 / 6)), r, hn::Set(d, T(0.5)));
+  else
+    q = Horner<kFused>(d, r, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040);
+  const auto p = Fma<kFused>(hn::Mul(r, r), q, r);
+  // t's low mantissa bits hold Nm + j (two's complement within them): clearing the table's
+  // bits and shifting the rest into the exponent field gives m << mantissa bits
+  constexpr int kMant = sizeof(T) == 4 ? 23 : 52;
+  const auto tb = hn::BitCast(di, t);
+  const auto pow = hn::ShiftLeft<kMant - E::bits>(hn::And(tb, hn::Set(di, static_cast<TI>(~TI((1 << E::bits) - 1)))));
+  const auto tab = hn::BitCast(d, hn::Add(hn::BitCast(di, ExpTableLookup(d, tb)), pow));
+  return Fma<kFused>(tab, p, tab);
+}
+
+/// The fast steps of rounds [first, lse_block_rounds) of a block at x: partial sums pb += e^(x
+/// - m) lane by lane (ExpNormal when kNormal, else Exp<kFused, true>), and each reference
+/// vector's largest element top and least x - m bottom.
+template <bool kFused, bool kNormal, class T, class V = hn::Vec<hn::ScalableTag<T>>>
+HWY_INLINE void FastRounds(const T* HWY_RESTRICT x, size_t first, const V* m, V* pb, V* top, V* bottom) {
+  constexpr size_t kVecs = reduce_lanes / HWY_LANES(T);
+  const hn::ScalableTag<T> d;
+  // A loop over the rounds, not unrolled: fully unrolled, g++ 12 computed the block's exps
+  // first and added them up after, spilling them (the partial sums' order held it).
+  HWY_UNROLL(1)
+  for (size_t r = first; r < lse_block_rounds; ++r) {
+    HWY_UNROLL(16)
+    for (size_t j = 0; j < kVecs; ++j) {
+      const V v = hn::LoadU(d, x + (r * kVecs + j) * HWY_LANES(T));
+      const V xm = hn::Sub(v, m[j]);
+      top[j] = hn::Max(top[j], v);
+      bottom[j] = hn::Min(bottom[j], xm);
+      if constexpr (kNormal) pb[j] = hn::Add(pb[j], ExpNormal(d, xm));
+      else pb[j] = hn::Add(pb[j], Exp<kFused, true>(d, xm));
+    }
+  }
+}
+#endif
+
 /// The general step for one vector v of lanes [first, first + N): every rule of lse_state,
 /// applied to the lanes in [begin, end) only when kMasked (the others keep m, s and p).
 /// m: references, s: the lanes' sums (kParts double vectors), p: the partial sums (T).
@@ -216,8 +280,10 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
   constexpr index_t kBlock = reduce_lanes * lse_block_rounds;
   static_assert(lse_block_rounds >= 2, "block_from(i, 1) takes the rounds after a block's first");
   // Rounds kFirst.. of the block at x + at.
+#if CT_KERNELS_HAVE_SCALEF
+  bool normal_range = true;  // the last block's x - m were all in ExpNormal's range
+#endif
   const auto block_from = [&](index_t at, auto first) HWY_ATTR __attribute__((always_inline)) {
-    constexpr size_t kFirst = decltype(first)::value * kVecs;  // the first vector
     if (ahead > 0) PrefetchAhead<kBlock * sizeof(T)>(x + at, ahead);
 #if CT_KERNELS_HAVE_SCALEF
     // AVX-512: the fast steps run first, into copies of the partials, and the block is tested
@@ -229,35 +295,44 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
     // most its limit and the references finite nothing else makes one. The test accepts
     // exactly the blocks the element-by-element test did, and a block that fails leaves the
     // state as it was.
-    V top[kVecs], pb[kVecs];
-    HWY_UNROLL(16)
-    for (size_t j = 0; j < kVecs; ++j) {
-      pb[j] = p[j];
-      top[j] = hn::Set(d, -std::numeric_limits<T>::infinity());
-    }
-    // A loop over the rounds, not unrolled: fully unrolled, g++ 12 computed the block's exps
-    // first and added them up after, spilling them (the partial sums' order held it).
-    HWY_UNROLL(1)
-    for (size_t r = decltype(first)::value; r < lse_block_rounds; ++r) {
+    // With fused FMAs the exps take ExpNormal while the last block's x - m stayed in its
+    // range; a block that leaves it (a -inf, a masked row) is done again with Exp, and the
+    // next one starts with Exp.
+    V top[kVecs], pb[kVecs], bottom[kVecs];
+    const auto start = [&] HWY_ATTR __attribute__((always_inline)) {
       HWY_UNROLL(16)
       for (size_t j = 0; j < kVecs; ++j) {
-        const V v = hn::LoadU(d, x + at + (r * kVecs + j) * N);
-        top[j] = hn::Max(top[j], v);
-        pb[j] = hn::Add(pb[j], Exp<kFused, true>(d, hn::Sub(v, m[j])));
+        pb[j] = p[j];
+        top[j] = hn::Set(d, -std::numeric_limits<T>::infinity());
+        bottom[j] = hn::Set(d, std::numeric_limits<T>::infinity());
       }
-    }
+    };
+    start();
+    const bool normal = kFused && normal_range;
+    if (normal) FastRounds<kFused, kFused>(x + at, decltype(first)::value, m, pb, top, bottom);
+    else FastRounds<kFused, false>(x + at, decltype(first)::value, m, pb, top, bottom);
     auto ok = hn::And(hn::Le(top[0], limit[0]), hn::Eq(pb[0], pb[0]));
+    auto in_range = hn::Ge(bottom[0], hn::Set(d, lse_normal_min<T>));
     HWY_UNROLL(16)
-    for (size_t j = 1; j < kVecs; ++j) ok = hn::And(ok, hn::And(hn::Le(top[j], limit[j]), hn::Eq(pb[j], pb[j])));
+    for (size_t j = 1; j < kVecs; ++j) {
+      ok = hn::And(ok, hn::And(hn::Le(top[j], limit[j]), hn::Eq(pb[j], pb[j])));
+      in_range = hn::And(in_range, hn::Ge(bottom[j], hn::Set(d, lse_normal_min<T>)));
+    }
     if (HWY_UNLIKELY(!st.finite || !hn::AllTrue(d, ok))) {
       rounds(at + decltype(first)::value * reduce_lanes, at + kBlock);
       return;
+    }
+    normal_range = hn::AllTrue(d, in_range);
+    if (HWY_UNLIKELY(normal && !normal_range)) {  // a result below ExpNormal's range
+      start();
+      FastRounds<kFused, false>(x + at, decltype(first)::value, m, pb, top, bottom);
     }
     HWY_UNROLL(16)
     for (size_t j = 0; j < kVecs; ++j) p[j] = pb[j];
 #else
     // Elsewhere every element is tested first, with one branch, and then the fast steps run
     // back to back (without vscalef, exp on a NaN needs its NaN select: the test goes first).
+    constexpr size_t kFirst = decltype(first)::value * kVecs;  // the first vector
     // one chain of tests per reference vector, joined at the end (short dependency chains)
     hn::Mask<typename P::DT> ok[kVecs];
     HWY_UNROLL(16)

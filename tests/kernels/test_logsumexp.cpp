@@ -67,6 +67,10 @@ std::vector<std::pair<std::string, std::vector<T>>> hard_rows(index_t n, std::ui
   make("one outlier at the end", [&](index_t i) { return i == n - 1 ? 1000.0 : u(g); });
   make("around 1e4, span 40", [&](index_t) { return 1e4 + 20 * u(g); });
   make("steps of 9 every 37", [&](index_t i) { return 9.0 * static_cast<double>(i / 37) + u(g); });
+  // terms whose exp is subnormal in every other block of 256 (AVX-512's fast blocks change
+  // how they scale there), and elements 85-89 below their lane's reference in between
+  make("blocks alternating 90 below", [&](index_t i) { return (i / 256) % 2 == 1 && i % 32 != 0 ? -90 + u(g) : u(g); });
+  make("87 below, give or take 2", [&](index_t i) { return i < 32 ? 0.0 : -87 + 2 * u(g); });
   // -inf and far-below elements: lanes that stay at -inf, and terms whose exp is skipped
   const double inf = std::numeric_limits<double>::infinity();
   make("first half -inf", [&](index_t i) { return i < n / 2 ? -inf : u(g); });
