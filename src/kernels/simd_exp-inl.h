@@ -31,6 +31,7 @@ struct exp_constants<float> {
   static constexpr float exp_min = -104.0f, exp_max = 89.0f;  // beyond: 0 / inf after scaling
   static constexpr float expm1_min = -18.0f;                  // below: -1 to float precision
   static constexpr float expm1_k_max = 30.0f;                 // 1 - 2^-k == 1 above this
+  static constexpr float normal_min = -87.0f;                 // e^x is normal (> 2^-126) from here up
 };
 template <>
 struct exp_constants<double> {
@@ -39,6 +40,7 @@ struct exp_constants<double> {
   static constexpr double exp_min = -746.0, exp_max = 710.0;
   static constexpr double expm1_min = -40.0;
   static constexpr double expm1_k_max = 60.0;
+  static constexpr double normal_min = -708.0;  // e^x > 2^-1022 from here up
 };
 
 /// e^r - 1 for |r| <= ~0.35: r + r^2 (1/2! + r/3! + …). Degree 7 (float) / 13 (double) leaves a
@@ -154,6 +156,30 @@ HWY_INLINE hn::Vec<D> ExpTableLookup(D d, VI bits) {
   return hn::GatherIndex(d, E::values, hn::And(bits, hn::Set(di, static_cast<TI>((1 << E::bits) - 1))));
 }
 
+/// The table exp's steps up to the lookup, for x already clamped: t = x·N/ln2 + 1.5·2^(mantissa
+/// bits), whose low mantissa bits hold the integer Nm + j (two's complement within them), k =
+/// Nm + j, and the result e^r - 1 (Exp below).
+template <bool kFused, class D, class V>
+HWY_INLINE V ExpTableSteps(D d, V x, V& t, V& k) {
+  using T = hn::TFromD<D>;
+  using C = exp_constants<T>;
+  using E = exp_table<T>;
+  constexpr T n = T(1 << E::bits);
+  const V shifter = Shifter(d);
+  t = Fma<kFused>(x, hn::Set(d, E::inv_step), shifter);
+  k = hn::Sub(t, shifter);  // Nm + j, exact
+  // ln2_hi has 9 (float) / 32 (double) significant bits and |k| < 2^13 / 2^15: k * ln2_hi/N
+  // is exact.
+  V r = Fnma<kFused>(k, hn::Set(d, C::ln2_hi / n), x);
+  r = Fnma<kFused>(k, hn::Set(d, C::ln2_lo / n), r);
+  V q;
+  if constexpr (sizeof(T) == 4)
+    q = Fma<kFused>(hn::Set(d, T(1.0 / 6)), r, hn::Set(d, T(0.5)));
+  else
+    q = Horner<kFused>(d, r, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040);
+  return Fma<kFused>(hn::Mul(r, r), q, r);  // e^r - 1
+}
+
 /// e^x with a table: x = (Nm + j)·ln2/N + r, |r| <= ln2/2N, e^x = 2^m · 2^(j/N) · e^r, with
 /// N = 32 entries for float and 16 for double. The short r needs only a cubic (float,
 /// truncation below 2^-30 relative) or a degree-7 polynomial (double, below 2^-59) for
@@ -186,19 +212,8 @@ HWY_INLINE V Exp(D d, V x) {
   if constexpr (kBelowMax) xc = hn::Max(hn::Set(d, C::exp_min), x);
   else xc = ExpClamp(d, x);
 #endif
-  const V shifter = Shifter(d);
-  const V t = Fma<kFused>(xc, hn::Set(d, E::inv_step), shifter);
-  const V k = hn::Sub(t, shifter);  // Nm + j, exact
-  // ln2_hi has 9 (float) / 32 (double) significant bits and |k| < 2^13 / 2^15: k * ln2_hi/N
-  // is exact.
-  V r = Fnma<kFused>(k, hn::Set(d, C::ln2_hi / n), xc);
-  r = Fnma<kFused>(k, hn::Set(d, C::ln2_lo / n), r);
-  V q;
-  if constexpr (sizeof(T) == 4)
-    q = Fma<kFused>(hn::Set(d, T(1.0 / 6)), r, hn::Set(d, T(0.5)));
-  else
-    q = Horner<kFused>(d, r, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040);
-  const V p = Fma<kFused>(hn::Mul(r, r), q, r);  // e^r - 1
+  V t, k;
+  const V p = ExpTableSteps<kFused>(d, xc, t, k);
   const V tab = ExpTableLookup(d, hn::BitCast(di, t));
   const V e = Fma<kFused>(tab, p, tab);
   const V m = hn::Mul(k, hn::Set(d, T(1) / n));  // exact; its floor is m
@@ -210,6 +225,29 @@ HWY_INLINE V Exp(D d, V x) {
   if constexpr (kBelowMax) return scaled;
   else return hn::IfThenElse(hn::IsNaN(x), x, scaled);
 #endif
+}
+
+/// Exp<true, true>(x) for x in [exp_constants::normal_min, exp_max] (normal results), with the
+/// power of two added to the table entry's exponent field (three integer operations) instead
+/// of a multiply and the scaling of the result (on AVX-512 two operations on the FMA ports and
+/// a compare): tab·2^m is exact, and fma(tab·2^m, p, tab·2^m) rounds once to a normal number,
+/// so it is 2^m·fma(tab, p, tab): the same bits as Exp. Fused FMAs only: a separate multiply
+/// tab·2^m·p could round into the subnormal range where tab·p did not. No NaN select (a NaN x
+/// gives a NaN: p is NaN).
+template <class D, class V>
+HWY_INLINE V ExpNormal(D d, V x) {
+  using T = hn::TFromD<D>;
+  using E = exp_table<T>;
+  const hn::RebindToSigned<D> di;
+  using TI = hn::TFromD<decltype(di)>;
+  V t, k;
+  const V p = ExpTableSteps<true>(d, x, t, k);
+  // t's bits above the table index hold m: moved into the exponent field, they are 2^m's
+  const auto tb = hn::BitCast(di, t);
+  const auto pow = hn::ShiftLeft<float_bits<T>::mantissa - E::bits>(
+      hn::And(tb, hn::Set(di, static_cast<TI>(~TI((1 << E::bits) - 1)))));
+  const V tab = hn::BitCast(d, hn::Add(hn::BitCast(di, ExpTableLookup(d, tb)), pow));
+  return Fma<true>(tab, p, tab);
 }
 
 /// e^x, where an x below exp_min (-inf included) gives 0 without being computed: the same bits

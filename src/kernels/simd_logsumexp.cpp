@@ -63,45 +63,6 @@ HWY_INLINE hn::Mask<D> LaneRange(D d, int first, int begin, int end) {
 }
 
 #if CT_KERNELS_HAVE_SCALEF
-/// The least x - m for which ExpNormal's result is normal (e^x above 2^-126 / 2^-1022).
-template <class T>
-inline constexpr T lse_normal_min = sizeof(T) == 4 ? T(-87) : T(-708);
-
-/// Exp<true, true>(x) for x in [lse_normal_min, lse_headroom] (normal results), with the power
-/// of two added to the table entry's exponent field (three integer operations) instead of a
-/// multiply and a vscalef of the result (two operations on the FMA ports and a compare):
-/// tab * 2^n is exact, and fma(tab * 2^n, p, tab * 2^n) rounds once to a normal number, so it
-/// is 2^n * fma(tab, p, tab): the same bits. Only with fused FMAs: a separate multiply
-/// tab * 2^n * p could round into the subnormal range where tab * p did not.
-template <class D>
-HWY_INLINE hn::Vec<D> ExpNormal(D d, hn::Vec<D> x) {
-  constexpr bool kFused = true;
-  using T = hn::TFromD<D>;
-  using C = exp_constants<T>;
-  using E = exp_table<T>;
-  constexpr T n = T(1 << E::bits);
-  const hn::RebindToSigned<D> di;
-  using TI = hn::TFromD<decltype(di)>;
-  const auto shifter = Shifter(d);
-  const auto t = Fma<kFused>(x, hn::Set(d, E::inv_step), shifter);
-  const auto k = hn::Sub(t, shifter);
-  auto r = Fnma<kFused>(k, hn::Set(d, C::ln2_hi / n), x);
-  r = Fnma<kFused>(k, hn::Set(d, C::ln2_lo / n), r);
-  hn::Vec<D> q;
-  if constexpr (sizeof(T) == 4)
-    q = Fma<kFused>(hn::Set(d, T(1.0 / 6)), r, hn::Set(d, T(0.5)));
-  else
-    q = Horner<kFused>(d, r, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040);
-  const auto p = Fma<kFused>(hn::Mul(r, r), q, r);
-  // t's low mantissa bits hold Nm + j (two's complement within them): clearing the table's
-  // bits and shifting the rest into the exponent field gives m << mantissa bits
-  constexpr int kMant = sizeof(T) == 4 ? 23 : 52;
-  const auto tb = hn::BitCast(di, t);
-  const auto pow = hn::ShiftLeft<kMant - E::bits>(hn::And(tb, hn::Set(di, static_cast<TI>(~TI((1 << E::bits) - 1)))));
-  const auto tab = hn::BitCast(d, hn::Add(hn::BitCast(di, ExpTableLookup(d, tb)), pow));
-  return Fma<kFused>(tab, p, tab);
-}
-
 /// The fast steps of rounds [first, lse_block_rounds) of a block at x: partial sums pb += e^(x
 /// - m) lane by lane (ExpNormal when kNormal, else Exp<kFused, true>), and each reference
 /// vector's largest element top and least x - m bottom.
@@ -281,7 +242,7 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
   static_assert(lse_block_rounds >= 2, "block_from(i, 1) takes the rounds after a block's first");
   // Rounds kFirst.. of the block at x + at.
 #if CT_KERNELS_HAVE_SCALEF
-  bool normal_range = true;  // the last block's x - m were all in ExpNormal's range
+  bool normal_range = true;  // the last block's x - m were all in ExpNormal's range (normal_min up)
 #endif
   const auto block_from = [&](index_t at, auto first) HWY_ATTR __attribute__((always_inline)) {
     if (ahead > 0) PrefetchAhead<kBlock * sizeof(T)>(x + at, ahead);
@@ -312,11 +273,11 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
     if (normal) FastRounds<kFused, kFused>(x + at, decltype(first)::value, m, pb, top, bottom);
     else FastRounds<kFused, false>(x + at, decltype(first)::value, m, pb, top, bottom);
     auto ok = hn::And(hn::Le(top[0], limit[0]), hn::Eq(pb[0], pb[0]));
-    auto in_range = hn::Ge(bottom[0], hn::Set(d, lse_normal_min<T>));
+    auto in_range = hn::Ge(bottom[0], hn::Set(d, exp_constants<T>::normal_min));
     HWY_UNROLL(16)
     for (size_t j = 1; j < kVecs; ++j) {
       ok = hn::And(ok, hn::And(hn::Le(top[j], limit[j]), hn::Eq(pb[j], pb[j])));
-      in_range = hn::And(in_range, hn::Ge(bottom[j], hn::Set(d, lse_normal_min<T>)));
+      in_range = hn::And(in_range, hn::Ge(bottom[j], hn::Set(d, exp_constants<T>::normal_min)));
     }
     if (HWY_UNLIKELY(!st.finite || !hn::AllTrue(d, ok))) {
       rounds(at + decltype(first)::value * reduce_lanes, at + kBlock);
