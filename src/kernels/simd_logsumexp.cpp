@@ -240,7 +240,7 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
   // exp's overflow clamp (x - m <= 8 here) had cost 21% of the loop.
   constexpr index_t kBlock = reduce_lanes * lse_block_rounds;
   static_assert(lse_block_rounds >= 2, "block_from(i, 1) takes the rounds after a block's first");
-  // Rounds kFirst.. of the block at x + at.
+  // block_from(at, first): rounds first.. of the block at x + at.
 #if CT_KERNELS_HAVE_SCALEF
   bool normal_range = true;  // the last block's x - m were all in ExpNormal's range (normal_min up)
 #endif
@@ -269,7 +269,7 @@ HWY_NOINLINE void LseRoundsOf(T* HWY_RESTRICT mx, double* HWY_RESTRICT sm, T* HW
       }
     };
     start();
-    const bool normal = kFused && normal_range;
+    const bool normal = kFused && normal_range;  // (FastRounds<false, false> where not fused)
     if (normal) FastRounds<kFused, kFused>(x + at, decltype(first)::value, m, pb, top, bottom);
     else FastRounds<kFused, false>(x + at, decltype(first)::value, m, pb, top, bottom);
     auto ok = hn::And(hn::Le(top[0], limit[0]), hn::Eq(pb[0], pb[0]));
