@@ -123,6 +123,14 @@ bool caches_from_cpuid(cache_sizes& c) {
 
 void identify(machine_description& m) {
   unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d)) {
+    char vendor[13] = {};
+    std::memcpy(vendor, &b, 4);
+    std::memcpy(vendor + 4, &d, 4);
+    std::memcpy(vendor + 8, &c, 4);
+    if (std::strcmp(vendor, "AuthenticAMD") == 0) m.vendor = cpu_vendor::amd;
+    else if (std::strcmp(vendor, "GenuineIntel") == 0) m.vendor = cpu_vendor::intel;
+  }
   if (__get_cpuid(1, &a, &b, &c, &d)) {
     const int base_family = static_cast<int>((a >> 8) & 0xF), base_model = static_cast<int>((a >> 4) & 0xF);
     m.family = base_family == 0xF ? base_family + static_cast<int>((a >> 20) & 0xFF) : base_family;

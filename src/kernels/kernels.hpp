@@ -167,7 +167,8 @@ template <class T>
 void min_accumulate(extreme_state<T>& st, const T* x, index_t n, index_t first_index, const settings& s,
                     bool with_index = true, index_t ahead = 0);
 
-/// How far ahead streamed reads are prefetched: the tuning's stream_ahead_bytes (half of L1d).
+/// How far ahead streamed reads are prefetched: the tuning's stream_ahead_bytes (half of L1d;
+/// an eighth on Intel cores, where 6 KiB beat 24 KiB by 4-25% at 48 KiB, docs/tuning.md).
 /// One prefetch per cache line as the loop goes: issuing a tile's prefetches in one burst
 /// before the kernel (what the evaluator did) stalls on the CPU's few outstanding-miss slots.
 /// On Zen 3 (32 KiB L1d), row sums of 4096x4096 f32: 1.70 ms with bursts, interleaved

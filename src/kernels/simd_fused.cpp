@@ -260,7 +260,8 @@ HWY_INLINE void SubScaleThenTile(const T* x, const T* m, const T* r, const T* w,
 /// left the bus idle through passes 2 and 3 while the stores to y waited for their lines:
 /// 8192 x 1024 floats 3.37-3.48 -> 2.74-2.81 ms (docs/kernels.md). The prefetch pointer runs
 /// at half the read rate, so its lead shrinks by half a row over pass 1: rows here are one
-/// tile (at most 1024 elements, 8 KiB), so it stays at least 12 KiB.
+/// tile (at most 1024 elements, 8 KiB), so it stays at least `ahead` - 4 KiB: 20 KiB at Zen 5's
+/// 24 KiB; at an Intel core's 6 KiB, 4 KiB for rows of 1024 floats (2 for doubles).
 template <norm_output kOut, bool kFused, bool kStream, int kRows, class T>
 HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, index_t ahead, norm_row_stage_fn<T> stage, void* ctx) {
   const index_t whole = n / reduce_lanes * reduce_lanes;

@@ -4,6 +4,7 @@
 // machine's own tuning, under every executor.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +39,15 @@ TEST_CASE("this_machine describes a CPU with caches", "[tuning]") {
   const std::string d = ct::describe(m);
   CHECK(d.find("L1d") != std::string::npos);
   CHECK(d.find(m.caches_source) != std::string::npos);
+  // The vendor agrees with the kernel's reading of CPUID (Linux's vendor_id line).
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, vendor_id;
+  while (vendor_id.empty() && std::getline(cpuinfo, line))
+    if (line.rfind("vendor_id", 0) == 0) vendor_id = line.substr(line.find(':') + 2);
+  if (vendor_id == "GenuineIntel") CHECK(m.vendor == ct::cpu_vendor::intel);
+  else if (vendor_id == "AuthenticAMD") CHECK(m.vendor == ct::cpu_vendor::amd);
+  else CHECK(m.vendor == ct::cpu_vendor::unknown);
+  CHECK(ct::process_tuning().vendor == m.vendor);
 }
 
 TEST_CASE("AMD's legacy cache-size leaves decode to bytes", "[tuning]") {
@@ -79,6 +89,19 @@ TEST_CASE("tuning::for_caches follows the documented fractions", "[tuning]") {
   CHECK(z5.gemv_prefetch_bytes == 512);
   CHECK(z5.stream_ahead_bytes == 24 * K);
   CHECK(ct::tuning::for_caches({48 * K + 100, 1 * M, 32 * M, 64}).stream_ahead_bytes == 24 * K);  // whole lines
+  // The streamed reads' distance follows the vendor (an eighth of L1d on Intel cores); no
+  // other budget does.
+  const ct::tuning xeon = ct::tuning::for_caches({48 * K, 2 * M, 260 * M, 64}, ct::cpu_vendor::intel);
+  ct::tuning same = ct::tuning::for_caches({48 * K, 2 * M, 260 * M, 64}, ct::cpu_vendor::amd);
+  CHECK(xeon.vendor == ct::cpu_vendor::intel);
+  CHECK(xeon.stream_ahead_bytes == 6 * K);
+  CHECK(same.stream_ahead_bytes == 24 * K);
+  CHECK(ct::tuning::for_caches({48 * K, 2 * M, 260 * M, 64}).stream_ahead_bytes == 24 * K);  // unknown vendor
+  CHECK(ct::tuning::for_caches({32 * K, 2 * M, 260 * M, 64}, ct::cpu_vendor::intel).stream_ahead_bytes == 4 * K);
+  CHECK(ct::tuning::for_caches({1000, 4 * K, 0, 64}, ct::cpu_vendor::intel).stream_ahead_bytes == 64);  // at least a line
+  same.vendor = xeon.vendor;
+  same.stream_ahead_bytes = xeon.stream_ahead_bytes;
+  CHECK(same == xeon);
   // No L3: results streamed from 8 x L2. Unknown sizes: the assumed ones.
   CHECK(ct::tuning::for_caches({32 * K, 512 * K, 0, 64}).stream_store_bytes == 4 * M);
   // A large shared L3 (an Intel Xeon's 480 MiB): results stream from 32 x L2, not L3 / 2.
@@ -109,6 +132,12 @@ TEST_CASE("parse_tuning: caches re-derive, budgets replace one value", "[tuning]
   CHECK(b.weight_prefetch_bytes == 4 * K);
   CHECK(ct::parse_tuning("stream_ahead=8K", base).stream_ahead_bytes == 8 * K);
   CHECK(ct::parse_tuning("weight_burst=2k", base).weight_burst_bytes == 2 * K);
+  // New cache sizes re-derive for the base's vendor.
+  const ct::tuning intel = ct::tuning::for_caches({48 * K, 2 * M, 260 * M, 64}, ct::cpu_vendor::intel);
+  const ct::tuning smaller = ct::parse_tuning("l1d=32K", intel);
+  CHECK(smaller.vendor == ct::cpu_vendor::intel);
+  CHECK(smaller.stream_ahead_bytes == 4 * K);
+  CHECK(smaller == ct::tuning::for_caches({32 * K, 2 * M, 260 * M, 64}, ct::cpu_vendor::intel));
   // Order does not matter: the caches first, then the budgets.
   CHECK(ct::parse_tuning("gemv_prefetch=512,l1d=64K", base) == ct::parse_tuning("l1d=64K,gemv_prefetch=512", base));
 }

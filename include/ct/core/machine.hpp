@@ -25,6 +25,18 @@ struct cache_sizes {
   friend bool operator==(const cache_sizes&, const cache_sizes&) = default;
 };
 
+/// Who made the CPU (CPUID leaf 0's vendor string). One budget follows the vendor rather
+/// than the cache sizes: how far ahead a streamed read prefetches, because the vendors'
+/// hardware prefetchers differ (ct/core/tuning.hpp, docs/tuning.md).
+enum class cpu_vendor {
+  /// Not x86, or a vendor string ct does not know.
+  unknown,
+  /// "AuthenticAMD".
+  amd,
+  /// "GenuineIntel".
+  intel,
+};
+
 /// What ct found out about this machine's CPU.
 struct machine_description {
   /// The processor's brand string ("AMD EPYC 9654 96-Core Processor"), or "unknown".
@@ -33,6 +45,8 @@ struct machine_description {
   int family = 0;
   /// x86 model within the family.
   int model = 0;
+  /// The vendor; unknown off x86.
+  cpu_vendor vendor = cpu_vendor::unknown;
   /// Cache sizes: from Linux's sysfs when it has them, else from CPUID leaf 4 (Intel) or
   /// 0x8000001D (AMD; when that is empty, AMD's 0x80000005 / 0x80000006), else the assumed
   /// 32 KiB / 512 KiB / 8 MiB.

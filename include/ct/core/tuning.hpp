@@ -18,6 +18,8 @@ namespace ct {
 struct tuning {
   /// The cache sizes the budgets below were derived from.
   cache_sizes caches;
+  /// The CPU vendor they were derived for (only stream_ahead_bytes depends on it).
+  cpu_vendor vendor = cpu_vendor::unknown;
   /// GEMM: one MR x KC micro-panel of A, which the micro-kernel re-reads for every B panel of
   /// a block, takes at most this (half of L1d, the rest for the B panel streaming past it);
   /// KC follows from it and the target's MR.
@@ -50,8 +52,9 @@ struct tuning {
   std::size_t stream_prefetch_bytes = 0;
   /// Reductions and row operations reading their input from memory (sum, max, min, argmax,
   /// argmin, logsumexp, layer and RMS norm rows): each read prefetches the line this far ahead
-  /// of itself (half of L1d, in whole lines: the lines in flight must still be in L1 when the
-  /// loop reaches them).
+  /// of itself, in whole lines: half of L1d (the lines in flight must still be in L1 when the
+  /// loop reaches them), an eighth of it on Intel CPUs, whose own L2 prefetcher already runs
+  /// ahead of such a stream and where a longer distance measured slower (docs/tuning.md).
   std::size_t stream_ahead_bytes = 0;
   /// Fused evaluation: results of at least this many bytes are written with non-temporal
   /// stores (half of L3, or 8 x L2 without an L3: larger results cannot stay cached anyway).
@@ -60,14 +63,14 @@ struct tuning {
   /// up to this many bytes instead of being recomputed (half of L2).
   std::size_t row_cache_bytes = 0;
 
-  /// The budgets for these cache sizes by the rules above; sizes of 0 are taken as the
-  /// assumed 32 KiB / 512 KiB / 8 MiB, and every budget is at least one cache line.
-  static tuning for_caches(const cache_sizes& c);
+  /// The budgets for these cache sizes and this vendor by the rules above; sizes of 0 are
+  /// taken as the assumed 32 KiB / 512 KiB / 8 MiB, and every budget is at least one cache line.
+  static tuning for_caches(const cache_sizes& c, cpu_vendor v = cpu_vendor::unknown);
   /// All fields equal.
   friend bool operator==(const tuning&, const tuning&) = default;
 };
 
-/// The tuning of this process: for_caches(this_machine().caches), then the CT_TUNING
+/// The tuning of this process: for_caches(this_machine().caches, this_machine().vendor), then the CT_TUNING
 /// environment variable, read once. CT_TUNING is a comma-separated list of name=size, sizes
 /// in bytes with an optional K, M or G suffix (powers of 1024): l1d, l2 and l3 replace the
 /// detected sizes before the budgets are derived; the others (gemm_a_panel, gemm_a_block,
