@@ -53,8 +53,8 @@ struct tuning {
   /// Reductions and row operations reading their input from memory (sum, max, min, argmax,
   /// argmin, logsumexp, layer and RMS norm rows): each read prefetches the line this far ahead
   /// of itself, in whole lines: half of L1d (the lines in flight must still be in L1 when the
-  /// loop reaches them), an eighth of it on Intel CPUs, whose own L2 prefetcher already runs
-  /// ahead of such a stream and where a longer distance measured slower (docs/tuning.md).
+  /// loop reaches them), an eighth of it on Intel CPUs, where a longer distance measured slower
+  /// (docs/tuning.md; presumably their L2 prefetcher already runs ahead of such a stream).
   std::size_t stream_ahead_bytes = 0;
   /// Fused evaluation: results of at least this many bytes are written with non-temporal
   /// stores (half of L3, or 8 x L2 without an L3: larger results cannot stay cached anyway).
@@ -70,12 +70,13 @@ struct tuning {
   friend bool operator==(const tuning&, const tuning&) = default;
 };
 
-/// The tuning of this process: for_caches(this_machine().caches, this_machine().vendor), then the CT_TUNING
-/// environment variable, read once. CT_TUNING is a comma-separated list of name=size, sizes
-/// in bytes with an optional K, M or G suffix (powers of 1024): l1d, l2 and l3 replace the
-/// detected sizes before the budgets are derived; the others (gemm_a_panel, gemm_a_block,
-/// gemm_b_block, gemm_direct_b, row_block, gemv_prefetch, weight_prefetch, weight_burst, stream_prefetch, stream_store,
-/// row_cache) then replace one budget. Example: CT_TUNING=l1d=48K,gemm_a_block=256K.
+/// The tuning of this process: for_caches(this_machine().caches, this_machine().vendor), then
+/// the CT_TUNING environment variable, read once. CT_TUNING is a comma-separated list of
+/// name=size, sizes in bytes with an optional K, M or G suffix (powers of 1024): l1d, l2 and l3
+/// replace the detected sizes before the budgets are derived (for the same vendor); the others
+/// (gemm_a_panel, gemm_a_block, gemm_b_block, gemm_direct_b, row_block, gemv_prefetch,
+/// weight_prefetch, weight_burst, stream_prefetch, stream_ahead, stream_store, row_cache) then
+/// replace one budget. Example: CT_TUNING=l1d=48K,gemm_a_block=256K.
 /// Throws ct::tuning_error (naming the entry) on first use when CT_TUNING does not parse.
 const tuning& process_tuning();
 
