@@ -73,20 +73,28 @@ bool caches_from_sysfs(cache_sizes& c) {
 }
 
 #ifdef CT_HAVE_CPUID
-// Deterministic cache parameters: Intel's leaf 4, AMD's 0x8000001D (same layout). The L3 is
-// the one this core's complex shares, as sysfs reports it.
-bool caches_from_cpuid(cache_sizes& c) {
-  unsigned a = 0, b = 0, cx = 0, d = 0;
-  if (!__get_cpuid(0, &a, &b, &cx, &d)) return false;
+// The vendor from CPUID leaf 0's string (EBX, EDX, ECX).
+cpu_vendor vendor_from_cpuid() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return cpu_vendor::unknown;
   char vendor[13] = {};
   std::memcpy(vendor, &b, 4);
   std::memcpy(vendor + 4, &d, 4);
-  std::memcpy(vendor + 8, &cx, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  if (std::strcmp(vendor, "AuthenticAMD") == 0) return cpu_vendor::amd;
+  if (std::strcmp(vendor, "GenuineIntel") == 0) return cpu_vendor::intel;
+  return cpu_vendor::unknown;
+}
+
+// Deterministic cache parameters: Intel's leaf 4, AMD's 0x8000001D (same layout). The L3 is
+// the one this core's complex shares, as sysfs reports it.
+bool caches_from_cpuid(cache_sizes& c, cpu_vendor vendor) {
+  unsigned a = 0, b = 0, cx = 0, d = 0;
   unsigned leaf = 4;
-  if (std::strcmp(vendor, "AuthenticAMD") == 0) {
+  if (vendor == cpu_vendor::amd) {
     leaf = 0x8000001D;
     if (static_cast<unsigned>(__get_cpuid_max(0x80000000, nullptr)) < leaf) return false;
-  } else if (a < 4) {
+  } else if (static_cast<unsigned>(__get_cpuid_max(0, nullptr)) < 4) {
     return false;
   }
   cache_sizes found;
@@ -123,14 +131,7 @@ bool caches_from_cpuid(cache_sizes& c) {
 
 void identify(machine_description& m) {
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid(0, &a, &b, &c, &d)) {
-    char vendor[13] = {};
-    std::memcpy(vendor, &b, 4);
-    std::memcpy(vendor + 4, &d, 4);
-    std::memcpy(vendor + 8, &c, 4);
-    if (std::strcmp(vendor, "AuthenticAMD") == 0) m.vendor = cpu_vendor::amd;
-    else if (std::strcmp(vendor, "GenuineIntel") == 0) m.vendor = cpu_vendor::intel;
-  }
+  m.vendor = vendor_from_cpuid();
   if (__get_cpuid(1, &a, &b, &c, &d)) {
     const int base_family = static_cast<int>((a >> 8) & 0xF), base_model = static_cast<int>((a >> 4) & 0xF);
     m.family = base_family == 0xF ? base_family + static_cast<int>((a >> 20) & 0xFF) : base_family;
@@ -158,7 +159,7 @@ machine_description detect() {
   if (caches_from_sysfs(m.caches)) {
     m.caches_source = "sysfs";
 #ifdef CT_HAVE_CPUID
-  } else if (caches_from_cpuid(m.caches)) {
+  } else if (caches_from_cpuid(m.caches, m.vendor)) {
     m.caches_source = "cpuid";
 #endif
   } else {
