@@ -57,7 +57,8 @@ struct tuning {
   /// (docs/tuning.md; presumably their L2 prefetcher already runs ahead of such a stream).
   std::size_t stream_ahead_bytes = 0;
   /// Fused evaluation: results of at least this many bytes are written with non-temporal
-  /// stores (half of L3, or 8 x L2 without an L3: larger results cannot stay cached anyway).
+  /// stores (half of L3 but at most 32 x L2, a large L3 being shared by many cores; 8 x L2
+  /// without an L3: larger results cannot stay cached anyway).
   std::size_t stream_store_bytes = 0;
   /// Fused evaluation: per group, values a later pass needs (exp(x - max) in softmax) are kept
   /// up to this many bytes instead of being recomputed (half of L2).
