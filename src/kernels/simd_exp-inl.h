@@ -124,36 +124,40 @@ template <>
 struct exp_table<float> {
   static constexpr int bits = 5;
   static constexpr const float* values = exp2_table32;
+  static constexpr const float* offset_values = exp2_table32_offset.data();
   static constexpr float inv_step = 46.16624130844682903551f;  // 32/ln2
 };
 template <>
 struct exp_table<double> {
   static constexpr int bits = 4;
   static constexpr const double* values = exp2_table16;
+  static constexpr const double* offset_values = exp2_table16_offset.data();
   static constexpr double inv_step = 23.083120654223414517758;  // 16/ln2
 };
 
 /// table[bits & (size - 1)] per lane. A full AVX-512 vector looks the table up in one
 /// two-register permute (32 floats or 16 doubles; it reads only the low index bits); other
 /// widths and targets gather. Both are exact loads, so every target gets the same bits.
-template <class D, class VI>
+/// kOffset: exp_table's offset_values instead (ExpNormal).
+template <bool kOffset = false, class D, class VI>
 HWY_INLINE hn::Vec<D> ExpTableLookup(D d, VI bits) {
   using T = hn::TFromD<D>;
   using E = exp_table<T>;
+  const T* values = kOffset ? E::offset_values : E::values;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
   if constexpr (std::is_same_v<decltype(hn::Vec<D>().raw), __m512>) {
     hn::Vec<D> v;
-    v.raw = _mm512_permutex2var_ps(_mm512_load_ps(E::values), bits.raw, _mm512_load_ps(E::values + 16));
+    v.raw = _mm512_permutex2var_ps(_mm512_load_ps(values), bits.raw, _mm512_load_ps(values + 16));
     return v;
   } else if constexpr (std::is_same_v<decltype(hn::Vec<D>().raw), __m512d>) {
     hn::Vec<D> v;
-    v.raw = _mm512_permutex2var_pd(_mm512_load_pd(E::values), bits.raw, _mm512_load_pd(E::values + 8));
+    v.raw = _mm512_permutex2var_pd(_mm512_load_pd(values), bits.raw, _mm512_load_pd(values + 8));
     return v;
   }
 #endif
   const hn::RebindToSigned<D> di;
   using TI = hn::TFromD<decltype(di)>;
-  return hn::GatherIndex(d, E::values, hn::And(bits, hn::Set(di, static_cast<TI>((1 << E::bits) - 1))));
+  return hn::GatherIndex(d, values, hn::And(bits, hn::Set(di, static_cast<TI>((1 << E::bits) - 1))));
 }
 
 /// The table exp's steps up to the lookup, for x already clamped: t = x·N/ln2 + 1.5·2^(mantissa
@@ -228,7 +232,7 @@ HWY_INLINE V Exp(D d, V x) {
 }
 
 /// Exp<true, true>(x) for x in [exp_constants::normal_min, exp_max] (normal results), with the
-/// power of two added to the table entry's exponent field (three integer operations) instead
+/// power of two added to the table entry's exponent field (two integer operations) instead
 /// of a multiply and the scaling of the result (on AVX-512 two operations on the FMA ports and
 /// a compare): tab·2^m is exact, and fma(tab·2^m, p, tab·2^m) rounds once to a normal number,
 /// so it is 2^m·fma(tab, p, tab): the same bits as Exp. Fused FMAs only: a separate multiply
@@ -239,14 +243,13 @@ HWY_INLINE V ExpNormal(D d, V x) {
   using T = hn::TFromD<D>;
   using E = exp_table<T>;
   const hn::RebindToSigned<D> di;
-  using TI = hn::TFromD<decltype(di)>;
   V t, k;
   const V p = ExpTableSteps<true>(d, x, t, k);
-  // t's bits above the table index hold m: moved into the exponent field, they are 2^m's
+  // t's low bits hold 2^bits * m + j: shifted up to the exponent field they are 2^m's bits plus
+  // j's below, which the offset table's entry j has taken off (exp2_table_offset)
   const auto tb = hn::BitCast(di, t);
-  const auto pow = hn::ShiftLeft<float_bits<T>::mantissa - E::bits>(
-      hn::And(tb, hn::Set(di, static_cast<TI>(~TI((1 << E::bits) - 1)))));
-  const V tab = hn::BitCast(d, hn::Add(hn::BitCast(di, ExpTableLookup(d, tb)), pow));
+  const auto pow = hn::ShiftLeft<float_bits<T>::mantissa - E::bits>(tb);
+  const V tab = hn::BitCast(d, hn::Add(hn::BitCast(di, ExpTableLookup<true>(d, tb)), pow));
   return Fma<true>(tab, p, tab);
 }
 

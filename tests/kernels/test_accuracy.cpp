@@ -3,7 +3,9 @@
 // next to multiples of pi/2, and the reach of the FMA policy. Set CT_KERNELS_REPORT=1 to
 // print the measured maxima (docs/kernels.md quotes them).
 #include <catch2/catch.hpp>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -61,6 +63,18 @@ TEST_CASE("exp's 2^(j/32) (float) and 2^(j/16) (double) tables are correctly rou
   for (int j = 0; j < 16; ++j) {
     INFO("double entry " << j);
     CHECK(k::exp2_table16[j] == static_cast<double>(std::exp2(static_cast<ld>(j) / 16)));
+  }
+  // The offset tables (ExpNormal): entry j's bits plus j in the top bits of the mantissa field
+  // (5 / 4 index bits below the exponent) are the plain entry's bits again.
+  for (int j = 0; j < 32; ++j) {
+    INFO("float offset entry " << j);
+    CHECK(std::bit_cast<std::uint32_t>(k::exp2_table32_offset[j]) + (std::uint32_t(j) << 18) ==
+          std::bit_cast<std::uint32_t>(k::exp2_table32[j]));
+  }
+  for (int j = 0; j < 16; ++j) {
+    INFO("double offset entry " << j);
+    CHECK(std::bit_cast<std::uint64_t>(k::exp2_table16_offset[j]) + (std::uint64_t(j) << 48) ==
+          std::bit_cast<std::uint64_t>(k::exp2_table16[j]));
   }
 }
 
