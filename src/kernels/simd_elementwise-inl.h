@@ -76,11 +76,10 @@ HWY_INLINE void PartialVector(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t i, ind
 /// non-temporal stores (the lanes before it go through a padded vector too): the same values,
 /// without reading y's cache lines first. The caller fences (hwy::FlushStream) before anyone
 /// else reads y.
-/// kPrefetch: each vector also prefetches the matching elements of `ahead` (another buffer of
-/// the same type, e.g. the next row), so the prefetches are spread over the loop.
-template <bool kStream, bool kPrefetch, class D, class F, class... Ops>
-HWY_INLINE void ForEachVectorImpl(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, const hn::TFromD<D>* ahead, F f,
-                                  Ops... ops) {
+/// each(i): called before the vector at i (and before the padded partial one), for loops that
+/// spread prefetches over their vectors (ForEachVectorPrefetching, the norms' output pass).
+template <bool kStream, class D, class Each, class F, class... Ops>
+HWY_INLINE void ForEachVectorImpl(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, Each each, F f, Ops... ops) {
   using T = hn::TFromD<D>;
   const index_t N = static_cast<index_t>(hn::Lanes(d));
   index_t i = 0;
@@ -91,29 +90,35 @@ HWY_INLINE void ForEachVectorImpl(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n,
       const index_t head = std::min(n, static_cast<index_t>((bytes - addr % bytes) % bytes / sizeof(T)));
       if (head > 0) PartialVector(d, y, 0, head, f, ops...);
       for (i = head; i + N <= n; i += N) {
-        if constexpr (kPrefetch) hwy::Prefetch(ahead + i);
+        each(i);
         hn::Stream(f(ops.Whole(d, i)...), d, y + i);
       }
     }
   }
   for (; i + N <= n; i += N) {
-    if constexpr (kPrefetch) hwy::Prefetch(ahead + i);
+    each(i);
     hn::StoreU(f(ops.Whole(d, i)...), d, y + i);
   }
   if (i < n) {
-    if constexpr (kPrefetch) hwy::Prefetch(ahead + i);
+    each(i);
     PartialVector(d, y, i, n - i, f, ops...);
   }
-  (void)ahead;  // unused without kPrefetch
 }
+/// The per-vector callable of a loop that issues nothing of its own.
+struct NoEach {
+  HWY_INLINE void operator()(index_t) const {}
+};
 template <bool kStream = false, class D, class F, class... Ops>
 HWY_INLINE void ForEachVector(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, F f, Ops... ops) {
-  ForEachVectorImpl<kStream, false>(d, y, n, nullptr, f, ops...);
+  ForEachVectorImpl<kStream>(d, y, n, NoEach{}, f, ops...);
 }
+/// ForEachVector where each vector also prefetches the matching elements of `ahead` (another
+/// buffer of the same type, e.g. the next row), so the prefetches are spread over the loop.
 template <class D, class F, class... Ops>
 HWY_INLINE void ForEachVectorPrefetching(D d, hn::TFromD<D>* HWY_RESTRICT y, index_t n, const void* ahead, F f,
                                          Ops... ops) {
-  ForEachVectorImpl<false, true>(d, y, n, static_cast<const hn::TFromD<D>*>(ahead), f, ops...);
+  const auto* at = static_cast<const hn::TFromD<D>*>(ahead);
+  ForEachVectorImpl<false>(d, y, n, [at](index_t i) { hwy::Prefetch(at + i); }, f, ops...);
 }
 
 // ---- unary ---------------------------------------------------------------------------------

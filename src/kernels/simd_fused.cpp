@@ -233,48 +233,57 @@ sub_unary_sum_tile_fn<double> ResolveSubUnarySumF64(unary_op op, bool fused) { r
 /// lane. Forming x - m again here instead of storing it in the variance pass and reading it
 /// back (one store stream fewer per row, x is in L1 by then) made 8192 x 1024 floats 4-8%
 /// faster on the Xeon guest (docs/performance.md, fourteenth session).
-template <norm_output kOut, bool kFused, class T, bool kStream>
-HWY_INLINE void SubScaleThenTile(const T* x, const T* m, const T* r, const T* w, const T* c, T* y, index_t n) {
+template <norm_output kOut, bool kFused, class T, bool kStream, class Each = NoEach>
+HWY_INLINE void SubScaleThenTile(const T* x, const T* m, const T* r, const T* w, const T* c, T* y, index_t n,
+                                 Each each = {}) {
   const hn::ScalableTag<T> d;
   using D = decltype(d);
   using V = hn::Vec<D>;
   if constexpr (kOut == norm_output::mul)
-    ForEachVector<kStream>(d, y, n, [](V p, V u, V q) { return hn::Mul(hn::Sub(p, u), q); }, Operand<false, D>{x},
+    ForEachVectorImpl<kStream>(d, y, n, each, [](V p, V u, V q) { return hn::Mul(hn::Sub(p, u), q); }, Operand<false, D>{x},
                            Operand<true, D>{m}, Operand<true, D>{r});
   else if constexpr (kOut == norm_output::mul_mul)
-    ForEachVector<kStream>(d, y, n, [](V p, V u, V q, V s) { return hn::Mul(hn::Mul(hn::Sub(p, u), q), s); },
+    ForEachVectorImpl<kStream>(d, y, n, each, [](V p, V u, V q, V s) { return hn::Mul(hn::Mul(hn::Sub(p, u), q), s); },
                            Operand<false, D>{x}, Operand<true, D>{m}, Operand<true, D>{r}, Operand<false, D>{w});
   else
-    ForEachVector<kStream>(
-        d, y, n, [](V p, V u, V q, V s, V t) { return Fma<kFused>(hn::Mul(hn::Sub(p, u), q), s, t); }, Operand<false, D>{x},
+    ForEachVectorImpl<kStream>(
+        d, y, n, each, [](V p, V u, V q, V s, V t) { return Fma<kFused>(hn::Mul(hn::Sub(p, u), q), s, t); }, Operand<false, D>{x},
         Operand<true, D>{m}, Operand<true, D>{r}, Operand<false, D>{w}, Operand<kOut == norm_output::mul_add_uniform_c, D>{c});
 }
 
 /// The three passes of kernels::resolve_norm_row for kRows rows, each pass for every row
 /// before the next stage (see norm_row_fn).
 ///
-/// Rows from memory (ahead > 0, the tuning's stream_ahead): the first two passes fetch the bytes
-/// `ahead` ahead of x, the first half of a row's length in pass 1 and the second half in pass 2 (half
-/// a round's bytes per round in each), and with cached stores (not kStream) the destination's
-/// lines as far ahead (AheadLines). Fetching it all in pass 1 (AccumulateLanes' own prefetch)
-/// left the bus idle through passes 2 and 3 while the stores to y waited for their lines:
-/// 8192 x 1024 floats 3.37-3.48 -> 2.74-2.81 ms (docs/kernels.md). The prefetch pointer runs
-/// at half the read rate, so its lead shrinks by half a row over pass 1: rows here are one
-/// tile (at most 1024 elements, 8 KiB), so it stays at least `ahead` - 4 KiB: 20 KiB at Zen 5's
-/// 24 KiB; at an Intel core's 6 KiB, 4 KiB for rows of 1024 floats (2 for doubles).
+/// Rows from memory (ahead > 0, the tuning's stream_ahead): each pass fetches a share of the
+/// row's bytes `ahead` ahead of x, spread evenly over its rounds or vectors, and with cached
+/// stores (not kStream) the destination's lines as far ahead (SpreadLines): a quarter in pass 1,
+/// the next half in pass 2 (the longest: a subtraction, a square and the sums' conversions per
+/// vector) and the last quarter in the output pass, so that reads stay in flight through all
+/// three. Fetching it all in pass 1 (AccumulateLanes' own prefetch) left the bus idle through
+/// passes 2 and 3 while the stores to y waited for their lines: 8192 x 1024 floats 3.37-3.48 ->
+/// 2.74-2.81 ms with halves in passes 1 and 2 (docs/kernels.md); the quarters took that split's
+/// 372-382 ns per row to 346-352 on the Xeon guest (docs/performance.md, twenty-fifth session;
+/// a third each, or 20% in the output pass, measured between). The prefetch pointer runs at a
+/// quarter of the read rate over pass 1, so its lead shrinks by three quarters of a row there:
+/// rows here are one tile (at most 1024 elements, 8 KiB), so it stays at least `ahead` - 6 KiB:
+/// 18 KiB at Zen 5's 24 KiB; at an Intel core's 6 KiB, 3 KiB for rows of 1024 floats (0 for
+/// doubles, whose rows of 1024 are then fetched during their passes 2 and 3).
 template <norm_output kOut, bool kFused, bool kStream, int kRows, class T>
 HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, index_t ahead, norm_row_stage_fn<T> stage, void* ctx) {
   const index_t whole = n / reduce_lanes * reduce_lanes;
-  constexpr size_t kHalfRound = reduce_lanes * sizeof(T) / 2;  // bytes of the row ahead per round and pass
-  using Ahead = AheadLines<kHalfRound, !kStream>;
-  const auto lines_ahead = [&](int i, index_t skip) {
-    const auto at = static_cast<std::ptrdiff_t>(ahead + skip);
-    return Ahead{reinterpret_cast<const char*>(io[i].x) + at, reinterpret_cast<char*>(io[i].y) + at};
-  };
+  // The shares: pass 1 a quarter of each round's bytes per round, pass 2 half, the output pass a
+  // line per 256 bytes (QuarterLines), each after the earlier passes' lines, `ahead` bytes on.
+  constexpr size_t kRoundBytes = reduce_lanes * sizeof(T);
+  using Pass1 = SpreadLines<kRoundBytes / 4, !kStream>;
+  using Pass2 = SpreadLines<kRoundBytes / 2, !kStream>;
+  using Pass3 = QuarterLines<T, !kStream>;
+  const index_t quarter = whole / 4 * static_cast<index_t>(sizeof(T));  // pass 1's bytes
+  const auto from = [&](const void* p, index_t skip) { return static_cast<const char*>(p) + ahead + skip; };
+  const auto to = [&](void* p, index_t skip) { return static_cast<char*>(p) + ahead + skip; };
   HWY_UNROLL(2)
   for (int i = 0; i < kRows; ++i) {
     double* lane = io[i].acc->lane;
-    if (ahead > 0) AccumulateLanes<false, false>(lane, io[i].x, whole, true, 0, lines_ahead(i, 0));
+    if (ahead > 0) AccumulateLanes<false, false>(lane, io[i].x, whole, true, 0, Pass1{from(io[i].x, 0), to(io[i].y, 0)});
     else AccumulateLanes<false, false>(lane, io[i].x, whole, true);
     for (index_t k = whole; k < n; ++k) lane[k - whole] += static_cast<double>(io[i].x[k]);
   }
@@ -287,7 +296,7 @@ HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, index_t ahead, n
   for (int i = 0; i < kRows; ++i) {
     const T* x = io[i].x;
     double* lane = io[i].acc->lane;
-    if (ahead > 0) SubSquareSums<kFused>(x, &m[i], whole, lane, lines_ahead(i, whole / reduce_lanes * static_cast<index_t>(kHalfRound)));
+    if (ahead > 0) SubSquareSums<kFused>(x, &m[i], whole, lane, Pass2{from(x, quarter), to(io[i].y, quarter)});
     else SubSquareSums<kFused>(x, &m[i], whole, lane);
     for (index_t k = whole; k < n; ++k) {
       const T t = x[k] - m[i];
@@ -299,7 +308,13 @@ HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, index_t ahead, n
   HWY_UNROLL(2)
   for (int i = 0; i < kRows; ++i) r[i] = *stage(ctx, 1, sum_result(*io[i].acc));
   HWY_UNROLL(2)
-  for (int i = 0; i < kRows; ++i) SubScaleThenTile<kOut, kFused, T, kStream>(io[i].x, &m[i], &r[i], io[i].w, io[i].c, io[i].y, n);
+  for (int i = 0; i < kRows; ++i) {
+    if (ahead > 0)
+      SubScaleThenTile<kOut, kFused, T, kStream>(io[i].x, &m[i], &r[i], io[i].w, io[i].c, io[i].y, n,
+                                                 Pass3{from(io[i].x, 3 * quarter), to(io[i].y, 3 * quarter)});
+    else
+      SubScaleThenTile<kOut, kFused, T, kStream>(io[i].x, &m[i], &r[i], io[i].w, io[i].c, io[i].y, n);
+  }
 }
 
 /// The three passes of kernels::resolve_norm_row in one function, each with the arithmetic of
