@@ -9,6 +9,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/kernels/simd_elementwise.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <bit>
 #include <hwy/highway.h>
 
 #include "src/kernels/detail.hpp"
@@ -30,6 +31,89 @@ void BinaryOpTile(const T* a, const T* b, T* y, index_t n) {
                 Operand<kBU, decltype(d)>{b});
 }
 
+#if HWY_TARGET != HWY_SCALAR && HWY_NATIVE_FMA
+/// The ranges within which DivByUniformTile's reciprocal steps give a / b exactly rounded:
+/// b's magnitude within [1/b_range, b_range], every nonzero |a| within [a_low, a_high]. Then
+/// 1/b is normal, every quotient is normal (float: |a/b| >= 2^-124; double 2^-900), and the
+/// remainder a - b·q of a quotient within an ulp is exactly representable (it is when
+/// exponent(b) + exponent(q) >= emin + p - 1: float -103, double -970; here about
+/// exponent(a) >= -101 / -701), the conditions of Markstein's theorem below.
+template <class T>
+struct uniform_division;
+template <>
+struct uniform_division<float> {
+  static constexpr float b_range = 0x1p24f, a_low = 0x1p-100f, a_high = 0x1p100f;
+};
+template <>
+struct uniform_division<double> {
+  static constexpr double b_range = 0x1p200, a_low = 0x1p-700, a_high = 0x1p700;
+};
+
+/// Whether every element of a[0..n) is ±0 or has a magnitude within [a_low, a_high] (no
+/// infinity, NaN or subnormal): one pass over the tile's bit patterns, |a| - 1 (0 wraps to the
+/// largest unsigned and the least signed value) under an unsigned minimum and a signed maximum.
+template <class T>
+HWY_INLINE bool DividendsInRange(const T* HWY_RESTRICT a, index_t n) {
+  using L = uniform_division<T>;
+  const hn::ScalableTag<T> d;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const hn::RebindToSigned<decltype(d)> di;
+  using U = hn::TFromD<decltype(du)>;
+  using I = hn::TFromD<decltype(di)>;
+  constexpr U kMagnitude = static_cast<U>(~U(0) >> 1), kZero = static_cast<U>(~U(0));  // kZero: |0| - 1
+  const U low = std::bit_cast<U>(L::a_low) - 1, high = std::bit_cast<U>(L::a_high) - 1;
+  const auto mask = hn::Set(du, kMagnitude), one = hn::Set(du, U(1));
+  auto lo = hn::Set(du, kZero);
+  auto hi = hn::Set(di, I(-1));
+  const index_t N = static_cast<index_t>(hn::Lanes(d));
+  index_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto t = hn::Sub(hn::And(hn::BitCast(du, hn::LoadU(d, a + i)), mask), one);
+    lo = hn::Min(lo, t);
+    hi = hn::Max(hi, hn::BitCast(di, t));
+  }
+  bool ok = hn::GetLane(hn::MinOfLanes(du, lo)) >= low && hn::GetLane(hn::MaxOfLanes(di, hi)) <= static_cast<I>(high);
+  for (; i < n; ++i) {
+    const U t = static_cast<U>((std::bit_cast<U>(a[i]) & kMagnitude) - 1);
+    ok = ok && (t == kZero || (t >= low && t <= high));
+  }
+  return ok;
+}
+
+/// y = a / b[0] without a division per vector (vdivps is ~10 cycles a vector on the Xeon guest:
+/// softmax's output pass): y = RN(1/b) once, then q = RN(a·y), r = a - b·q (exact, one FMA) and
+/// q' = RN(q + r·y), which Markstein's theorem makes the correctly rounded a / b when y is the
+/// correctly rounded reciprocal, q is within an ulp of a/b (it is: |a·y - a/b| < 1 ulp before
+/// q's own rounding, so q is one of the two floats around a/b) and nothing underflows or
+/// overflows (uniform_division's ranges; tiles with a value outside them divide). The same bits
+/// as the division (tests/kernels/test_division.cpp: every float mantissa of a against a set of
+/// divisors on every target; a one-off run checked 50064 divisors, all 2^23 mantissas each).
+/// A zero a: r is +0, so q' is +0 for a -0 whose quotient is -0; q's sign is put back (q' has
+/// it already otherwise).
+template <class T, bool kStream>
+void DivByUniformTile(const T* a, const T* b, T* y, index_t n) {
+  using L = uniform_division<T>;
+  const hn::ScalableTag<T> d;
+  using V = hn::Vec<decltype(d)>;
+  const T divisor = b[0];
+  const T size = divisor < 0 ? -divisor : divisor;
+  if (!(size >= T(1) / L::b_range && size <= L::b_range) || !DividendsInRange(a, n)) {
+    BinaryOpTile<binary_op::div, false, true, T, kStream>(a, b, y, n);
+    return;
+  }
+  const T reciprocal = T(1) / divisor;
+  const V by = hn::Set(d, divisor), ry = hn::Set(d, reciprocal), sign = hn::SignBit(d);
+  ForEachVector<kStream>(
+      d, y, n,
+      [&](V p) {
+        const V q = hn::Mul(p, ry);
+        const V r = hn::NegMulAdd(q, by, p);  // p - q·b, exact
+        return hn::Or(hn::MulAdd(r, ry, q), hn::And(q, sign));
+      },
+      Operand<false, decltype(d)>{a});
+}
+#endif
+
 /// y = (x * u[0]) * w  or  (x * u[0]) * w + c: hn::Mul as BinaryOp<mul>, then hn::Mul or
 /// Fma<kFused> as the second tile function would, lane by lane: bitwise the two tile passes.
 template <bool kMulAdd, bool kFused, bool kCU, class T, bool kStream>
@@ -48,6 +132,10 @@ void ScaleThenTile(const T* x, const T* u, const T* w, const T* c, T* y, index_t
 
 template <bool kAU, bool kBU, class T>
 HWY_INLINE binary_tile_fn<T> ResolveBinaryU(binary_op op, bool stream) {
+#if HWY_TARGET != HWY_SCALAR && HWY_NATIVE_FMA
+  if constexpr (!kAU && kBU)
+    if (op == binary_op::div) return stream ? &DivByUniformTile<T, true> : &DivByUniformTile<T, false>;
+#endif
   binary_tile_fn<T> f = nullptr;  // stays null for pow
   WithBinaryOp(op, [&](auto k) {
     f = stream ? &BinaryOpTile<decltype(k)::value, kAU, kBU, T, true> : &BinaryOpTile<decltype(k)::value, kAU, kBU, T, false>;
