@@ -276,7 +276,7 @@ HWY_INLINE void NormRowsOf(const norm_row_io<T>* io, index_t n, index_t ahead, n
   constexpr size_t kRoundBytes = reduce_lanes * sizeof(T);
   using Pass1 = SpreadLines<kRoundBytes / 4, !kStream>;
   using Pass2 = SpreadLines<kRoundBytes / 2, !kStream>;
-  using Pass3 = QuarterLines<T, !kStream>;
+  using Pass3 = QuarterLines<T, HWY_LANES(T) * sizeof(T), !kStream>;
   const index_t quarter = whole / 4 * static_cast<index_t>(sizeof(T));  // pass 1's bytes
   const auto from = [&](const void* p, index_t skip) { return static_cast<const char*>(p) + ahead + skip; };
   const auto to = [&](void* p, index_t skip) { return static_cast<char*>(p) + ahead + skip; };

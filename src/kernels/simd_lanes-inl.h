@@ -49,18 +49,22 @@ struct SpreadLines {
   }
 };
 
-/// The same for a loop over vectors that passes the element index i (ForEachVectorImpl's
-/// each): one line for every 256 bytes of the row, at a quarter of i's offset, on the vectors
-/// that start such a 256-byte stretch (every fourth 64-byte vector: a predictable branch).
-template <class T, bool kWrite>
+/// The same for a loop over vectors of kVectorBytes that passes the element index i
+/// (ForEachVectorImpl's each): line k of the run on the vector that starts in the 256-byte
+/// stretch k of the row, one line for every 256 bytes (every fourth 64-byte vector: a
+/// predictable branch). Keyed on where a vector starts within its stretch, not on the stretch's
+/// first byte, so that vectors off by a partial head (streamed stores start at y's first
+/// aligned vector) still meet one per stretch.
+template <class T, size_t kVectorBytes, bool kWrite>
 struct QuarterLines {
+  static_assert(kVectorBytes <= 256 && 256 % kVectorBytes == 0, "whole vectors per 256 bytes");
   const char* x;
   char* y;
   HWY_INLINE void operator()(index_t i) const {
     const auto b = static_cast<size_t>(i) * sizeof(T);
-    if (b % 256 != 0) return;
-    __builtin_prefetch(x + b / 4);
-    if constexpr (kWrite) __builtin_prefetch(y + b / 4, 1);
+    if (b % 256 >= kVectorBytes) return;
+    __builtin_prefetch(x + b / 256 * 64);
+    if constexpr (kWrite) __builtin_prefetch(y + b / 256 * 64, 1);
   }
 };
 
